@@ -1,0 +1,206 @@
+//! Request, response and language codes, and `MQVersion` ordinals, with lossless `i32` round-trips.
+
+/// Declares a closed enum of known codes plus an `Unknown(i32)` catch-all, so any value round-trips.
+macro_rules! int_code {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $value:expr,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+            /// A value this crate has no name for; kept as is.
+            Unknown(i32),
+        }
+
+        impl $name {
+            /// The wire value.
+            pub const fn to_i32(self) -> i32 {
+                match self {
+                    $(Self::$variant => $value,)*
+                    Self::Unknown(v) => v,
+                }
+            }
+
+            /// The code for a wire value; unknown values become `Unknown(v)`.
+            pub const fn from_i32(v: i32) -> Self {
+                match v {
+                    $($value => Self::$variant,)*
+                    other => Self::Unknown(other),
+                }
+            }
+        }
+
+        impl From<i32> for $name {
+            fn from(v: i32) -> Self {
+                Self::from_i32(v)
+            }
+        }
+
+        impl From<$name> for i32 {
+            fn from(c: $name) -> i32 {
+                c.to_i32()
+            }
+        }
+    };
+}
+
+int_code! {
+    /// Request codes the nameserver serves or sends (Java `RequestCode`).
+    RequestCode {
+        PutKvConfig = 100,
+        GetKvConfig = 101,
+        DeleteKvConfig = 102,
+        RegisterBroker = 103,
+        UnregisterBroker = 104,
+        GetRouteinfoByTopic = 105,
+        GetBrokerClusterInfo = 106,
+        WipeWritePermOfBroker = 205,
+        GetAllTopicListFromNameserver = 206,
+        DeleteTopicInNamesrv = 216,
+        RegisterTopicInNamesrv = 217,
+        GetKvlistByNamespace = 219,
+        GetTopicsByCluster = 224,
+        GetSystemTopicListFromNs = 304,
+        GetUnitTopicList = 311,
+        GetHasUnitSubTopicList = 312,
+        GetHasUnitSubUnunitTopicList = 313,
+        UpdateNamesrvConfig = 318,
+        GetNamesrvConfig = 319,
+        QueryDataVersion = 322,
+        AddWritePermOfBroker = 327,
+        GetBrokerMemberGroup = 901,
+        BrokerHeartbeat = 904,
+        NotifyMinBrokerIdChange = 905,
+    }
+}
+
+int_code! {
+    /// Response codes the nameserver answers with (Java `RemotingSysResponseCode` + `ResponseCode`).
+    ResponseCode {
+        Success = 0,
+        SystemError = 1,
+        SystemBusy = 2,
+        RequestCodeNotSupported = 3,
+        TransactionFailed = 4,
+        NoPermission = 16,
+        TopicNotExist = 17,
+        QueryNotFound = 22,
+        GoAway = 1500,
+    }
+}
+
+/// The sender's language (Java `LanguageCode`): a byte in binary headers, a name in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LanguageCode {
+    #[default]
+    Java,
+    Cpp,
+    Dotnet,
+    Python,
+    Delphi,
+    Erlang,
+    Ruby,
+    Other,
+    Http,
+    Go,
+    Php,
+    Oms,
+    Rust,
+    NodeJs,
+    /// A code this crate has no name for (Java decodes it to null); kept as is.
+    Unknown(u8),
+}
+
+const LANGUAGES: [(LanguageCode, &str); 14] = [
+    (LanguageCode::Java, "JAVA"),
+    (LanguageCode::Cpp, "CPP"),
+    (LanguageCode::Dotnet, "DOTNET"),
+    (LanguageCode::Python, "PYTHON"),
+    (LanguageCode::Delphi, "DELPHI"),
+    (LanguageCode::Erlang, "ERLANG"),
+    (LanguageCode::Ruby, "RUBY"),
+    (LanguageCode::Other, "OTHER"),
+    (LanguageCode::Http, "HTTP"),
+    (LanguageCode::Go, "GO"),
+    (LanguageCode::Php, "PHP"),
+    (LanguageCode::Oms, "OMS"),
+    (LanguageCode::Rust, "RUST"),
+    (LanguageCode::NodeJs, "NODE_JS"),
+];
+
+impl LanguageCode {
+    /// The wire byte.
+    pub fn to_u8(self) -> u8 {
+        match self {
+            Self::Unknown(b) => b,
+            known => LANGUAGES.iter().position(|(l, _)| *l == known).unwrap_or(7) as u8,
+        }
+    }
+
+    /// The language for a wire byte; unknown bytes are kept as `Unknown(b)`.
+    pub fn from_u8(b: u8) -> Self {
+        LANGUAGES.get(b as usize).map_or(Self::Unknown(b), |(l, _)| *l)
+    }
+
+    /// The Java enum name (`"JAVA"`, `"GO"`, …); `"OTHER"` for an unknown code.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Unknown(_) => "OTHER",
+            known => LANGUAGES.iter().find(|(l, _)| *l == known).map_or("OTHER", |(_, n)| n),
+        }
+    }
+
+    /// Parses a Java enum name, case-insensitively like fastjson; `None` for an unknown name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        LANGUAGES.iter().find(|(_, n)| n.eq_ignore_ascii_case(name)).map(|(l, _)| *l)
+    }
+}
+
+/// `MQVersion.Version` ordinals as carried in the `version` header field.
+pub mod version {
+    pub const V3_0_11: i32 = 37;
+    pub const V3_4_9: i32 = 121;
+    pub const V4_0_0: i32 = 213;
+    pub const V4_5_2: i32 = 317;
+    pub const V4_9_0: i32 = 393;
+    pub const V4_9_3: i32 = 399;
+    pub const V4_9_4: i32 = 401;
+    pub const V4_9_8: i32 = 409;
+    pub const V5_0_0: i32 = 413;
+    pub const V5_1_0: i32 = 433;
+    pub const V5_2_0: i32 = 453;
+    pub const V5_3_0: i32 = 473;
+    pub const V5_3_1: i32 = 475;
+    pub const V5_3_2: i32 = 477;
+    pub const V5_3_3: i32 = 479;
+    pub const V5_4_0: i32 = 493;
+    pub const HIGHER_VERSION: i32 = 612;
+    /// The version this server claims in its responses (Java `MQVersion.CURRENT_VERSION`).
+    pub const CURRENT: i32 = V5_3_3;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_codes_round_trip() {
+        assert_eq!(RequestCode::from_i32(999), RequestCode::Unknown(999));
+        assert_eq!(RequestCode::from_i32(999).to_i32(), 999);
+        assert_eq!(RequestCode::from_i32(105), RequestCode::GetRouteinfoByTopic);
+        assert_eq!(ResponseCode::from_i32(1500), ResponseCode::GoAway);
+        assert_eq!(ResponseCode::from_i32(-7).to_i32(), -7);
+    }
+
+    /// TV-28: language byte 0x0c ⇔ RUST, "GO" ⇔ 9, "JAVA" ⇔ 0.
+    #[test]
+    fn tv28_language_codes() {
+        assert_eq!(LanguageCode::from_u8(0x0c), LanguageCode::Rust);
+        assert_eq!(LanguageCode::Rust.to_u8(), 12);
+        assert_eq!(LanguageCode::from_name("RUST"), Some(LanguageCode::Rust));
+        assert_eq!(LanguageCode::from_name("GO").unwrap().to_u8(), 9);
+        assert_eq!(LanguageCode::from_name("JAVA").unwrap().to_u8(), 0);
+        assert_eq!(LanguageCode::from_name("java"), Some(LanguageCode::Java));
+        assert_eq!(LanguageCode::from_u8(200), LanguageCode::Unknown(200));
+        assert_eq!(LanguageCode::Unknown(200).to_u8(), 200);
+    }
+}

@@ -1,0 +1,10 @@
+//! The RocketMQ remoting protocol, byte-compatible with the Java implementation: frame codec,
+//! `RemotingCommand` with JSON and ROCKETMQ binary headers, request/response codes, typed
+//! nameserver headers and the JSON bodies. No sockets, no server state.
+
+pub mod body;
+pub mod code;
+pub mod command;
+
+pub use code::{version, LanguageCode, RequestCode, ResponseCode};
+pub use command::{ExtFields, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
