@@ -5,6 +5,7 @@
 pub mod body;
 pub mod code;
 pub mod command;
+pub mod fastjson;
 
 pub use code::{version, LanguageCode, RequestCode, ResponseCode};
 pub use command::{ExtFields, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
