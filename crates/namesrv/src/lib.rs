@@ -1,1 +1,78 @@
-//! The nameserver daemon.
+//! A wire-compatible Apache RocketMQ NameServer.
+//!
+//! `run(listener, config, shutdown)` serves the RocketMQ remoting protocol on a bound listener
+//! until `shutdown` completes; the `mqnamesrv` binary is a thin wrapper around it.
+mod background;
+pub mod cli;
+pub mod config;
+pub mod dispatch;
+pub mod handler;
+pub mod kv;
+mod persist;
+pub mod properties;
+pub mod route;
+pub mod server;
+pub mod shutdown;
+pub mod state;
+pub mod transport;
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+pub use config::{Config, SharedConfig};
+pub use state::State;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error(transparent)]
+    Kv(#[from] kv::KvError),
+    #[error("TLS: {0}")]
+    Tls(#[from] transport::TlsError),
+}
+
+/// Builds the server state from `config`: validates it, loads the KV store and the TLS context.
+pub fn build_state(config: Config) -> Result<Arc<State>, RunError> {
+    config.validate()?;
+    let kv = kv::KvStore::load(&config.kv_config_path)?;
+    let tls = transport::TlsContext::new(tls_settings(&config))?;
+    Ok(Arc::new(State::new(
+        Arc::new(SharedConfig::new(config)),
+        kv,
+        tls,
+    )))
+}
+
+/// The `tls.*` settings: the `-c` file's keys, overridden by the file named by `tls.config.file`
+/// (Java: `TlsHelper#extractTlsConfigFromFile`) when it exists.
+fn tls_settings(config: &Config) -> transport::TlsSettings {
+    let lookup = |key: &str| config.get(key);
+    let file = transport::TlsSettings::config_file_path(lookup);
+    let overrides = read_properties(&file);
+    transport::TlsSettings::from_layers(lookup, |key| overrides.get(key).cloned())
+}
+
+fn read_properties(path: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| properties::parse_bytes(&bytes).ok())
+        .map(|entries| entries.into_iter().collect())
+        .unwrap_or_default()
+}
+
+/// Serves the nameserver on `listener` with `config` until `shutdown` completes; then stops
+/// accepting, answers what connections already sent, stops background tasks and returns.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let state = build_state(config)?;
+    server::serve(listener, state, shutdown).await;
+    Ok(())
+}

@@ -6,6 +6,10 @@ pub mod body;
 pub mod code;
 pub mod command;
 pub mod fastjson;
+pub mod frame;
+pub mod header;
+pub mod headers;
 
 pub use code::{version, LanguageCode, RequestCode, ResponseCode};
 pub use command::{ExtFields, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
+pub use frame::{FrameError, RemotingCodec};

@@ -1,11 +1,62 @@
 //! JSON bodies (Java `RemotingSerializable` subclasses) as serde types.
 //!
 //! Field order in each struct is alphabetical, which is the order fastjson writes properties in.
-//! Missing properties take Java's defaults; unknown ones are ignored.
+//! Missing properties take Java's defaults; unknown ones are ignored. Writing: [`to_legacy_json`] /
+//! [`to_standard_json`] ([`json`]); reading: [`from_json`]; the compressed
+//! RegisterBrokerBody: [`compressed`]; the body checksum: [`crc`].
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::marker::PhantomData;
+use std::str::FromStr;
 
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
+
+pub mod compressed;
+pub mod crc;
+pub mod json;
+mod lenient;
+
+pub use crc::{body_crc32, body_crc32_matches};
+pub use json::{to_json, to_legacy_json, to_standard_json, write_json, JsonMode};
+pub use lenient::from_json;
+
+/// Why a body could not be decoded. Java turns each of these into
+/// `RemotingCommandException("Failed to decode RegisterBrokerBody")` → SYSTEM_ERROR.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// Malformed JSON, or JSON of the wrong shape.
+    #[error("invalid JSON body: {0}")]
+    Json(#[from] crate::fastjson::LenientJsonError),
+    /// The compressed body is not a valid zlib stream.
+    #[error("failed to inflate compressed body: {0}")]
+    Inflate(std::io::Error),
+    /// The compressed body ended before a part it announces (Java: "End of compressed data has reached").
+    #[error("End of compressed data has reached")]
+    Truncated,
+    /// A negative length prefix in the compressed body.
+    #[error("negative length {0} in compressed body")]
+    NegativeLength(i32),
+    /// The compressed body inflates to more than the limit.
+    #[error("compressed body inflates to more than {0} bytes")]
+    TooLarge(u64),
+    /// A compact TopicConfig line that Java's `TopicConfig#decode` cannot take (errata B2).
+    #[error("bad compact topic config {line:?}: {reason}")]
+    CompactTopicConfig {
+        /// The line as received.
+        line: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A TopicQueueMappingInfo in the compressed body has no `topic`.
+    #[error("topic queue mapping without a topic")]
+    MappingWithoutTopic,
+    /// The request version is negative (Java fails in `MQVersion.value2Version`).
+    #[error("negative request version {0}")]
+    NegativeVersion(i32),
+}
 
 /// Permission bits of `QueueData.perm` / `TopicConfig.perm` (Java `PermName`).
 pub mod perm {
@@ -30,9 +81,9 @@ pub mod sys_flag {
 }
 
 /// A map with integer keys (Java `Map<Long,…>` / `Map<Integer,…>`). Legacy JSON writes its keys
-/// unquoted; standard JSON quotes them and sorts numerically.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+/// unquoted, in JDK `HashMap` iteration order; standard JSON (and plain serde_json) quotes them and
+/// sorts numerically. Reading accepts quoted and unquoted keys and skips a `"$ref"` entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IntKeyMap<K: Ord, V>(pub BTreeMap<K, V>);
 
 impl<K: Ord, V> IntKeyMap<K, V> {
@@ -47,6 +98,139 @@ impl<K: Ord, V> FromIterator<(K, V)> for IntKeyMap<K, V> {
     }
 }
 
+/// An integer type usable as an [`IntKeyMap`] key: Java `Long` or `Integer`.
+pub trait IntKey: Ord + Copy + FromStr + TryFrom<i64> + TryFrom<u64> + Serialize {
+    /// Java `hashCode()` of the boxed key (`Long`: `(int)(v ^ (v >>> 32))`, `Integer`: `v`).
+    fn java_hash(self) -> i32;
+}
+
+impl IntKey for i64 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn java_hash(self) -> i32 {
+        let v = self as u64;
+        (v ^ (v >> 32)) as i32
+    }
+}
+
+impl IntKey for i32 {
+    fn java_hash(self) -> i32 {
+        self
+    }
+}
+
+/// Bucket index of `hash` in a JDK `HashMap` table of `capacity` (a power of two).
+/// Java: `HashMap#hash` + `(n - 1) & hash`
+#[allow(clippy::cast_sign_loss)]
+fn jdk_bucket(hash: i32, capacity: usize) -> usize {
+    let h = hash as u32;
+    ((h ^ (h >> 16)) as usize) & (capacity - 1)
+}
+
+/// Table size of a JDK `HashMap` built with the default constructor after `len` puts: 16,
+/// doubled whenever the size passes 0.75 of it.
+fn jdk_capacity(len: usize) -> usize {
+    let mut capacity = 16usize;
+    while len.saturating_mul(4) > capacity.saturating_mul(3) {
+        capacity = capacity.saturating_mul(2);
+    }
+    capacity
+}
+
+impl<K: IntKey, V> IntKeyMap<K, V> {
+    /// Entries in the order a JDK `HashMap` filled in ascending key order iterates them: by
+    /// bucket, and ascending within a bucket. TV-13: `{10, 2, 16}` → `16, 2, 10`.
+    pub fn jdk_hash_order(&self) -> Vec<(&K, &V)> {
+        let capacity = jdk_capacity(self.0.len());
+        let mut entries: Vec<(&K, &V)> = self.0.iter().collect();
+        // Stable: keeps ascending order within a bucket.
+        entries.sort_by_key(|(k, _)| jdk_bucket(k.java_hash(), capacity));
+        entries
+    }
+}
+
+impl<K: IntKey, V: Serialize> Serialize for IntKeyMap<K, V> {
+    /// Legacy mode: JDK `HashMap` order; otherwise numeric order. The key style (unquoted or
+    /// quoted) is the formatter's business ([`json`]).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match json::current_mode() {
+            JsonMode::Legacy => serializer.collect_map(self.jdk_hash_order()),
+            JsonMode::Standard => serializer.collect_map(&self.0),
+        }
+    }
+}
+
+impl<'de, K: IntKey, V: Deserialize<'de>> Deserialize<'de> for IntKeyMap<K, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(IntKeyMapVisitor(PhantomData))
+    }
+}
+
+struct IntKeyMapVisitor<K, V>(PhantomData<(K, V)>);
+
+impl<'de, K: IntKey, V: Deserialize<'de>> Visitor<'de> for IntKeyMapVisitor<K, V> {
+    type Value = IntKeyMap<K, V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map with integer keys")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut map = BTreeMap::new();
+        while let Some(key) = access.next_key_seed(IntKeySeed::<K>(PhantomData))? {
+            match key {
+                Some(k) => {
+                    map.insert(k, access.next_value()?);
+                }
+                None => {
+                    access.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(IntKeyMap(map))
+    }
+}
+
+/// Reads one map key as `K`; `None` for fastjson's `"$ref"` key.
+struct IntKeySeed<K>(PhantomData<K>);
+
+impl<'de, K: IntKey> DeserializeSeed<'de> for IntKeySeed<K> {
+    type Value = Option<K>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<K: IntKey> Visitor<'_> for IntKeySeed<K> {
+    type Value = Option<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an integer map key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        if v == "$ref" {
+            return Ok(None);
+        }
+        v.trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        K::try_from(v)
+            .map(Some)
+            .map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        K::try_from(v)
+            .map(Some)
+            .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+    }
+}
+
 /// Broker id → `"ip:port"` (0 = master).
 pub type BrokerAddrs = IntKeyMap<i64, String>;
 
@@ -54,8 +238,11 @@ pub type BrokerAddrs = IntKeyMap<i64, String>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DataVersion {
+    #[serde(deserialize_with = "lenient::int")]
     pub counter: i64,
+    #[serde(deserialize_with = "lenient::int")]
     pub state_version: i64,
+    #[serde(deserialize_with = "lenient::int")]
     pub timestamp: i64,
 }
 
@@ -63,10 +250,15 @@ pub struct DataVersion {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct QueueData {
+    #[serde(deserialize_with = "lenient::text")]
     pub broker_name: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub perm: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub read_queue_nums: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub topic_sys_flag: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub write_queue_nums: i32,
 }
 
@@ -74,11 +266,16 @@ pub struct QueueData {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BrokerData {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub broker_addrs: BrokerAddrs,
+    #[serde(deserialize_with = "lenient::text")]
     pub broker_name: String,
+    #[serde(deserialize_with = "lenient::text")]
     pub cluster: String,
+    #[serde(deserialize_with = "lenient::flag")]
     pub enable_acting_master: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub zone_name: Option<String>,
 }
 
@@ -87,15 +284,21 @@ pub struct BrokerData {
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicQueueMappingInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub bname: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub curr_id_map: Option<IntKeyMap<i32, i32>>,
+    #[serde(deserialize_with = "lenient::flag")]
     pub dirty: bool,
+    #[serde(deserialize_with = "lenient::int")]
     pub epoch: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub scope: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub topic: Option<String>,
+    #[serde(deserialize_with = "lenient::int")]
     pub total_queues: i32,
 }
 
@@ -121,13 +324,21 @@ impl Default for TopicQueueMappingInfo {
 #[serde(rename_all = "camelCase", default)]
 pub struct LogicQueueMappingItem {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub bname: Option<String>,
+    #[serde(deserialize_with = "lenient::int")]
     pub end_offset: i64,
+    #[serde(deserialize_with = "lenient::int")]
     pub gen: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub logic_offset: i64,
+    #[serde(deserialize_with = "lenient::int")]
     pub queue_id: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub start_offset: i64,
+    #[serde(deserialize_with = "lenient::int")]
     pub time_of_end: i64,
+    #[serde(deserialize_with = "lenient::int")]
     pub time_of_start: i64,
 }
 
@@ -136,17 +347,23 @@ pub struct LogicQueueMappingItem {
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicQueueMappingDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub bname: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub curr_id_map: Option<IntKeyMap<i32, i32>>,
+    #[serde(deserialize_with = "lenient::flag")]
     pub dirty: bool,
+    #[serde(deserialize_with = "lenient::int")]
     pub epoch: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosted_queues: Option<IntKeyMap<i32, Vec<LogicQueueMappingItem>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub scope: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub topic: Option<String>,
+    #[serde(deserialize_with = "lenient::int")]
     pub total_queues: i32,
 }
 
@@ -169,13 +386,20 @@ impl Default for TopicQueueMappingDetail {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicRouteData {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub broker_datas: Vec<BrokerData>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub filter_server_table: BTreeMap<String, Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub order_topic_conf: Option<String>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub queue_datas: Vec<QueueData>,
     /// rocketmq-rust names this `topicQueueMappingInfo`; accept both.
-    #[serde(skip_serializing_if = "Option::is_none", alias = "topicQueueMappingInfo")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        alias = "topicQueueMappingInfo"
+    )]
     pub topic_queue_mapping_by_broker: Option<BTreeMap<String, TopicQueueMappingInfo>>,
 }
 
@@ -183,7 +407,9 @@ pub struct TopicRouteData {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClusterInfo {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub broker_addr_table: BTreeMap<String, BrokerData>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -192,7 +418,9 @@ pub struct ClusterInfo {
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicList {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub broker_addr: Option<String>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_list: Vec<String>,
 }
 
@@ -200,6 +428,7 @@ pub struct TopicList {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct KvTable {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub table: BTreeMap<String, String>,
 }
 
@@ -219,13 +448,20 @@ pub enum TopicFilterType {
 pub struct TopicConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attributes: Option<BTreeMap<String, String>>,
+    #[serde(deserialize_with = "lenient::flag")]
     pub order: bool,
+    #[serde(deserialize_with = "lenient::int")]
     pub perm: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub read_queue_nums: i32,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_filter_type: TopicFilterType,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "lenient::opt_text")]
     pub topic_name: Option<String>,
+    #[serde(deserialize_with = "lenient::int")]
     pub topic_sys_flag: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub write_queue_nums: i32,
 }
 
@@ -247,7 +483,10 @@ impl Default for TopicConfig {
 impl TopicConfig {
     /// Java `new TopicConfig(name)`: the defaults with a name.
     pub fn named(name: impl Into<String>) -> Self {
-        Self { topic_name: Some(name.into()), ..Self::default() }
+        Self {
+            topic_name: Some(name.into()),
+            ..Self::default()
+        }
     }
 }
 
@@ -255,7 +494,9 @@ impl TopicConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicConfigSerializeWrapper {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub data_version: DataVersion,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_config_table: BTreeMap<String, TopicConfig>,
 }
 
@@ -263,10 +504,15 @@ pub struct TopicConfigSerializeWrapper {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicConfigAndMappingSerializeWrapper {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub data_version: DataVersion,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub mapping_data_version: DataVersion,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_config_table: BTreeMap<String, TopicConfig>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_queue_mapping_detail_map: BTreeMap<String, TopicQueueMappingDetail>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_queue_mapping_info_map: BTreeMap<String, TopicQueueMappingInfo>,
 }
 
@@ -276,12 +522,16 @@ pub struct TopicConfigAndMappingSerializeWrapper {
 pub struct RegisterBrokerBody {
     /// `None` when the broker sent `null` (Java: filter table left untouched).
     pub filter_server_list: Option<Vec<String>>,
+    #[serde(deserialize_with = "lenient::or_default")]
     pub topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper,
 }
 
 impl Default for RegisterBrokerBody {
     fn default() -> Self {
-        Self { filter_server_list: Some(Vec::new()), topic_config_serialize_wrapper: Default::default() }
+        Self {
+            filter_server_list: Some(Vec::new()),
+            topic_config_serialize_wrapper: Default::default(),
+        }
     }
 }
 
@@ -289,8 +539,11 @@ impl Default for RegisterBrokerBody {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BrokerMemberGroup {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub broker_addrs: BrokerAddrs,
+    #[serde(deserialize_with = "lenient::text")]
     pub broker_name: String,
+    #[serde(deserialize_with = "lenient::text")]
     pub cluster: String,
 }
 
@@ -298,5 +551,6 @@ pub struct BrokerMemberGroup {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GetBrokerMemberGroupResponseBody {
+    #[serde(deserialize_with = "lenient::or_default")]
     pub broker_member_group: BrokerMemberGroup,
 }

@@ -1,0 +1,246 @@
+//! One TCP connection to a remoting server: many requests in flight, matched to their responses
+//! by `opaque`; a writer task that batches frames; a reader task that completes pending requests.
+//!
+//! Architecture invariant: a `Connection` never reconnects. Once closed it stays closed and the
+//! [`crate::Client`] replaces it on the next call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use remoting::{RemotingCodec, RemotingCommand};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio_util::codec::FramedRead;
+
+use crate::error::{Error, Result};
+
+/// Frames queued for the writer before callers wait for room.
+const WRITE_QUEUE: usize = 1024;
+
+/// Requests waiting for a response, and whether the connection is closed (both under one lock
+/// so a request can never be registered on a connection that already failed its waiters).
+#[derive(Default)]
+struct Pending {
+    waiters: HashMap<i32, oneshot::Sender<RemotingCommand>>,
+    closed: Option<String>,
+}
+
+struct Shared {
+    addr: String,
+    pending: Mutex<Pending>,
+    /// Flips to `true` once, when the connection closes.
+    closed_tx: watch::Sender<bool>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks the connection closed and fails every waiter (their receivers see the sender dropped).
+    fn close(&self, reason: String) {
+        let waiters = {
+            let mut p = self.lock();
+            if p.closed.is_none() {
+                tracing::debug!(addr = %self.addr, %reason, "connection closed");
+                p.closed = Some(reason);
+            }
+            std::mem::take(&mut p.waiters)
+        };
+        drop(waiters);
+        self.closed_tx.send_replace(true);
+    }
+
+    fn closed_error(&self) -> Error {
+        let reason = self.lock().closed.clone().unwrap_or_else(|| "closed".to_owned());
+        Error::ConnectionClosed { addr: self.addr.clone(), reason }
+    }
+}
+
+/// Removes a pending entry when the request finishes, times out or is cancelled.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    opaque: i32,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.lock().waiters.remove(&self.opaque);
+    }
+}
+
+/// A live connection. Dropping it stops the reader at once; the writer first sends what is queued.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Bytes>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Connection {
+    /// Connects to `addr` within `timeout` and starts the reader and writer tasks.
+    pub(crate) async fn connect(addr: &str, timeout: Duration) -> Result<Self> {
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(source)) => return Err(Error::Connect { addr: addr.to_owned(), source }),
+            Err(_) => return Err(Error::ConnectTimeout { addr: addr.to_owned(), timeout }),
+        };
+        // Remoting traffic is small request/response frames: never wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let (closed_tx, _) = watch::channel(false);
+        let shared = Arc::new(Shared { addr: addr.to_owned(), pending: Mutex::default(), closed_tx });
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+
+        tokio::spawn(write_loop(shared.clone(), write, rx));
+        let reader_shared = shared.clone();
+        let reader = tokio::spawn(async move {
+            let mut frames = FramedRead::new(read, RemotingCodec::default());
+            let reason = loop {
+                match frames.next().await {
+                    Some(Ok(cmd)) if cmd.is_response() => {
+                        let waiter = reader_shared.lock().waiters.remove(&cmd.opaque);
+                        match waiter {
+                            Some(w) => {
+                                let _ = w.send(cmd);
+                            }
+                            None => tracing::debug!(addr = %reader_shared.addr, opaque = cmd.opaque, "response matches no pending request"),
+                        }
+                    }
+                    Some(Ok(cmd)) => {
+                        // The nameserver only sends oneway notifications (e.g. 905); nothing to answer.
+                        tracing::debug!(addr = %reader_shared.addr, code = cmd.code, "ignoring request from server");
+                    }
+                    Some(Err(e)) => break format!("bad frame: {e}"),
+                    None => break "closed by peer".to_owned(),
+                }
+            };
+            reader_shared.close(reason);
+        });
+        Ok(Self { shared, tx, reader })
+    }
+
+    pub(crate) fn addr(&self) -> &str {
+        &self.shared.addr
+    }
+
+    /// True once the connection has failed or was closed by the peer.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.lock().closed.is_some()
+    }
+
+    /// Resolves when the connection closes (at once if it already is).
+    pub(crate) fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.shared.closed_tx.subscribe();
+        async move {
+            let _ = rx.wait_for(|closed| *closed).await;
+        }
+    }
+
+    /// Sends `cmd` (its opaque already set) and waits up to `timeout` for the response with the
+    /// same opaque. On timeout the pending entry is removed and a late response is dropped.
+    pub(crate) async fn request(&self, cmd: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+        let code = cmd.code;
+        let opaque = cmd.opaque;
+        let frame = encode(cmd)?;
+        let (otx, orx) = oneshot::channel();
+        {
+            let mut p = self.shared.lock();
+            if p.closed.is_some() {
+                drop(p);
+                return Err(self.shared.closed_error());
+            }
+            p.waiters.insert(opaque, otx);
+        }
+        let _guard = PendingGuard { shared: &self.shared, opaque };
+        let exchange = async {
+            self.tx.send(frame).await.map_err(|_| self.shared.closed_error())?;
+            orx.await.map_err(|_| self.shared.closed_error())
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::Timeout { addr: self.shared.addr.clone(), code, timeout }),
+        }
+    }
+
+    /// Queues `cmd` (oneway bit already set) for writing; does not wait for it to be written.
+    pub(crate) async fn send_oneway(&self, cmd: RemotingCommand, timeout: Duration) -> Result<()> {
+        if self.is_closed() {
+            return Err(self.shared.closed_error());
+        }
+        let code = cmd.code;
+        let frame = encode(cmd)?;
+        match tokio::time::timeout(timeout, self.tx.send(frame)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(self.shared.closed_error()),
+            Err(_) => Err(Error::Timeout { addr: self.shared.addr.clone(), code, timeout }),
+        }
+    }
+}
+
+fn encode(cmd: RemotingCommand) -> Result<Bytes> {
+    remoting::frame::encode_to_bytes(&cmd).map_err(|e| Error::Encode(e.to_string()))
+}
+
+/// Writes queued frames, flushing when the queue runs empty. Ends when every sender is gone
+/// (after writing what was queued) or on a write error (which closes the connection).
+async fn write_loop(shared: Arc<Shared>, write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
+    let mut out = tokio::io::BufWriter::new(write);
+    let result: std::io::Result<()> = async {
+        while let Some(frame) = rx.recv().await {
+            out.write_all(&frame).await?;
+            while let Ok(more) = rx.try_recv() {
+                out.write_all(&more).await?;
+            }
+            out.flush().await?;
+        }
+        out.shutdown().await
+    }
+    .await;
+    match result {
+        Ok(()) => shared.close("closed by client".to_owned()),
+        Err(e) => shared.close(format!("write failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remoting::RequestCode;
+    use tokio::net::TcpListener;
+
+    impl Connection {
+        fn pending_len(&self) -> usize {
+            self.shared.lock().waiters.len()
+        }
+    }
+
+    #[tokio::test]
+    async fn timeout_and_cancellation_remove_the_pending_entry() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        // Accepts and never answers.
+        let server = tokio::spawn(async move { listener.accept().await.map(|(s, _)| s) });
+        let conn = Connection::connect(&addr, Duration::from_secs(5)).await.expect("connect");
+        let req = RemotingCommand::request(RequestCode::GetBrokerClusterInfo).with_opaque(7);
+        let err = conn.request(req.clone(), Duration::from_millis(50)).await.expect_err("times out");
+        assert!(matches!(err, Error::Timeout { .. }));
+        assert_eq!(conn.pending_len(), 0);
+        // A caller that gives up (drops the future) also leaves nothing behind.
+        let _ = tokio::time::timeout(Duration::from_millis(20), conn.request(req, Duration::from_secs(60))).await;
+        assert_eq!(conn.pending_len(), 0);
+        assert!(!conn.is_closed());
+        drop(server);
+    }
+}

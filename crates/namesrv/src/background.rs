@@ -1,0 +1,73 @@
+//! Background tasks: the liveness scan and the batched unregistration. Each stops on shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tracing::info;
+
+use crate::shutdown::ShutdownTrigger;
+use crate::state::State;
+
+/// Java: `NamesrvController` schedules the first scan after 5 s.
+const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);
+
+/// Starts every background task; each ends when `trigger` fires.
+pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandle<()>> {
+    let mut tasks = vec![
+        tokio::spawn(scan_loop(state.clone(), trigger.subscribe())),
+        tokio::spawn(unregister_loop(state.clone(), trigger.subscribe())),
+    ];
+    if state.tls.mode() != crate::transport::TlsMode::Disabled {
+        let mut shutdown = trigger.subscribe();
+        tasks.push(crate::transport::spawn_reloader(
+            state.tls.clone(),
+            async move { shutdown.recv().await },
+        ));
+    }
+    tasks
+}
+
+/// Expires silent brokers every `scanNotActiveBrokerInterval`.
+/// Java: `RouteInfoManager#scanNotActiveBroker`
+async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
+    let period = Duration::from_millis(
+        u64::try_from(state.config.load().scan_not_active_broker_interval)
+            .unwrap_or(5000)
+            .max(1),
+    );
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::now() + FIRST_SCAN_DELAY, period);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                for request in state.routes.expire_inactive(state.now_ms()) {
+                    info!(broker = %request.broker_addr, cluster = %request.cluster_name, "the broker channel expired");
+                    state.submit_unregister(request);
+                }
+            }
+            _ = shutdown.recv() => break,
+        }
+    }
+}
+
+/// Applies queued unregistrations in batches: waits for one, then takes all that are queued.
+/// Java: `BatchUnregistrationService#run`
+async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
+    let Some(mut rx) = state.take_unregister_rx() else {
+        return;
+    };
+    let mut batch = Vec::new();
+    loop {
+        tokio::select! {
+            n = rx.recv_many(&mut batch, 4096) => {
+                if n == 0 {
+                    break;
+                }
+                state.routes.apply_unregisters(&batch);
+                batch.clear();
+            }
+            _ = shutdown.recv() => break,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Request code → handler, one line per code; and the one place where an error becomes a
+//! response code and remark.
+
+use remoting::{version, RemotingCommand, RequestCode as C, ResponseCode};
+use tracing::{debug, warn};
+
+use crate::handler::{broker, config, kv, route, topic};
+use crate::state::{ConnCtx, State};
+
+/// What a handler answers: a response to send, or an error mapped to a response here.
+pub type HandlerResult = Result<RemotingCommand, HandlerError>;
+
+/// Failures that become framework-built responses (no `extFields`). Handler-level answers with
+/// their own codes (TOPIC_NOT_EXIST, QUERY_NOT_FOUND, NO_PERMISSION, …) are `Ok` responses.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// SYSTEM_ERROR (1) with this remark (Java: an exception in the processor).
+    #[error("{0}")]
+    System(String),
+    /// SYSTEM_ERROR (1) with no remark (Java: unregistration queue full).
+    #[error("system error")]
+    SystemNoRemark,
+    /// REQUEST_CODE_NOT_SUPPORTED (3).
+    #[error("request type {0} not supported")]
+    NotSupported(i32),
+}
+
+/// Answers one frame. `None` when nothing must be written: the frame was a response (a
+/// nameserver sends no requests, so it is dropped) or the request was oneway.
+/// Java: `NettyRemotingAbstract#processRequestCommand` + `DefaultRequestProcessor#processRequest`
+pub async fn dispatch(
+    state: &State,
+    conn: &ConnCtx,
+    request: RemotingCommand,
+) -> Option<RemotingCommand> {
+    if request.is_response() {
+        debug!(peer = %conn.peer, opaque = request.opaque, "response received but no request matches; dropped");
+        return None;
+    }
+    let response = if state.is_shutting_down() && request.version > version::V5_3_1 {
+        RemotingCommand::response(ResponseCode::GoAway, Some("please go away".to_owned()))
+    } else {
+        let result = match request.request_code() {
+            C::PutKvConfig => kv::put(state, &request).await,
+            C::GetKvConfig => kv::get(state, &request),
+            C::DeleteKvConfig => kv::delete(state, &request).await,
+            C::GetKvlistByNamespace => kv::list_namespace(state, &request),
+            C::RegisterBroker => broker::register(state, conn, &request),
+            C::UnregisterBroker => broker::unregister(state, &request),
+            C::QueryDataVersion => broker::query_data_version(state, &request),
+            C::BrokerHeartbeat => broker::heartbeat(state, &request),
+            C::WipeWritePermOfBroker => broker::wipe_write_perm(state, &request),
+            C::AddWritePermOfBroker => broker::add_write_perm(state, &request),
+            C::GetBrokerMemberGroup => broker::member_group(state, &request),
+            C::GetRouteinfoByTopic => route::get_route(state, &request),
+            C::GetBrokerClusterInfo => route::cluster_info(state),
+            C::GetAllTopicListFromNameserver => topic::all_topics(state),
+            C::DeleteTopicInNamesrv => topic::delete_topic(state, &request),
+            C::RegisterTopicInNamesrv => topic::register_topic(state, &request),
+            C::GetTopicsByCluster => topic::topics_by_cluster(state, &request),
+            C::GetSystemTopicListFromNs => topic::system_topics(state),
+            C::GetUnitTopicList => topic::unit_topics(state, topic::UnitKind::Unit),
+            C::GetHasUnitSubTopicList => topic::unit_topics(state, topic::UnitKind::HasUnitSub),
+            C::GetHasUnitSubUnunitTopicList => {
+                topic::unit_topics(state, topic::UnitKind::HasUnitSubNotUnit)
+            }
+            C::UpdateNamesrvConfig => config::update(state, &request).await,
+            C::GetNamesrvConfig => config::get(state),
+            C::NotifyMinBrokerIdChange | C::Unknown(_) => {
+                Err(HandlerError::NotSupported(request.code))
+            }
+        };
+        result.unwrap_or_else(|e| error_response(&request, e))
+    };
+    if request.is_oneway() {
+        return None;
+    }
+    let mut response = response.respond_to(&request);
+    response.serialize_type = state.serialize_type();
+    Some(response)
+}
+
+/// The only mapping from an error to the wire.
+fn error_response(request: &RemotingCommand, error: HandlerError) -> RemotingCommand {
+    match error {
+        HandlerError::System(remark) => {
+            warn!(code = request.code, %remark, "request failed");
+            RemotingCommand::response(ResponseCode::SystemError, Some(remark))
+        }
+        HandlerError::SystemNoRemark => RemotingCommand::response(ResponseCode::SystemError, None),
+        HandlerError::NotSupported(code) => {
+            warn!(code, "request type not supported");
+            RemotingCommand::response(
+                ResponseCode::RequestCodeNotSupported,
+                Some(format!(" request type {code} not supported")),
+            )
+        }
+    }
+}

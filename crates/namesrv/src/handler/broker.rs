@@ -1,0 +1,215 @@
+//! Broker requests: 103 register, 104 unregister, 322 query data version, 904 heartbeat,
+//! 205/327 write permission, 901 member group.
+
+use remoting::body::{
+    body_crc32, from_json, DataVersion, KvTable, RegisterBrokerBody,
+    TopicConfigAndMappingSerializeWrapper,
+};
+use remoting::headers::{
+    AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader,
+    BrokerHeartbeatRequestHeader, GetBrokerMemberGroupRequestHeader, QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader, ZONE_NAME,
+};
+use remoting::{version, RemotingCommand, ResponseCode};
+use tracing::{info, warn};
+
+use super::{success, success_json};
+use crate::dispatch::{HandlerError, HandlerResult};
+use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::route::{RegisterBroker, UnregisterRequest};
+use crate::state::{ConnCtx, State};
+
+/// A handler-level REGISTER_BROKER failure: code 1, and `"extFields":{}` like Java's.
+fn register_failed(remark: &str) -> RemotingCommand {
+    RemotingCommand::response(ResponseCode::SystemError, Some(remark.to_owned()))
+        .with_header(&RegisterBrokerResponseHeader::default())
+}
+
+/// Decodes the registration body by the sender's version; an absent body is an empty table.
+/// Java: `DefaultRequestProcessor#extractRegisterBrokerBodyFromRequest` / `#extractRegisterTopicConfigFromRequest`
+fn register_body(
+    request: &RemotingCommand,
+    compressed: bool,
+) -> Result<RegisterBrokerBody, HandlerError> {
+    if request.version < 0 {
+        return Err(HandlerError::System(format!(
+            "java.lang.ArrayIndexOutOfBoundsException: Index {} out of bounds",
+            request.version
+        )));
+    }
+    match request.body.as_deref() {
+        None if request.version >= version::V3_0_11 => Ok(RegisterBrokerBody {
+            filter_server_list: Some(Vec::new()),
+            topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper::default(),
+        }),
+        None => Ok(RegisterBrokerBody {
+            filter_server_list: None,
+            topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper::default(),
+        }),
+        Some(bytes) => RegisterBrokerBody::decode(bytes, compressed, request.version).map_err(|e| {
+            warn!(error = %e, "undecodable RegisterBrokerBody");
+            HandlerError::System(
+                "org.apache.rocketmq.remoting.exception.RemotingCommandException: Failed to decode RegisterBrokerBody"
+                    .to_owned(),
+            )
+        }),
+    }
+}
+
+/// 103: register or refresh a broker and its topics.
+/// Java: `DefaultRequestProcessor#registerBroker` + `RouteInfoManager#registerBroker`
+pub fn register(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+    let header: RegisterBrokerRequestHeader = request.decode_header();
+    let crc = header.body_crc32.unwrap_or(0);
+    if crc != 0 && body_crc32(request.body_bytes()) != crc {
+        warn!(peer = %conn.peer, "register broker: body crc32 does not match");
+        return Ok(register_failed("crc32 not match"));
+    }
+    let body = register_body(request, header.compressed.unwrap_or(false))?;
+    let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) = (
+        header.cluster_name,
+        header.broker_addr,
+        header.broker_name,
+        header.broker_id,
+    ) else {
+        return Err(HandlerError::System(
+            "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
+        ));
+    };
+    let config = state.config.load();
+    let registration = RegisterBroker {
+        cluster,
+        broker_addr,
+        broker_name,
+        broker_id,
+        ha_server_addr: header.ha_server_addr.unwrap_or_default(),
+        zone_name: request.ext(ZONE_NAME).map(str::to_owned),
+        heartbeat_timeout_millis: header.heartbeat_timeout_millis,
+        enable_acting_master: header.enable_acting_master,
+        topic_config: body.topic_config_serialize_wrapper,
+        filter_server_list: body.filter_server_list,
+        conn: conn.id,
+    };
+    let outcome = match state.routes.register_broker(
+        registration,
+        state.now_ms(),
+        config.delete_topic_with_broker_registration,
+    ) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            info!(error = %e, "register broker failed");
+            return Ok(register_failed("register broker failed"));
+        }
+    };
+    let mut response = success().with_header(&RegisterBrokerResponseHeader {
+        ha_server_addr: outcome.ha_server_addr,
+        master_addr: outcome.master_addr,
+    });
+    if config.return_order_topic_config_to_broker {
+        if let Some(table) = state.kv.list(ORDER_TOPIC_CONFIG) {
+            response = response.with_body(remoting::body::to_legacy_json(&KvTable { table }));
+        }
+    }
+    Ok(response)
+}
+
+/// 104: queue the unregistration; it is applied by the batch task. Queue full → code 1, no remark.
+/// Java: `DefaultRequestProcessor#unregisterBroker`
+pub fn unregister(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: UnregisterBrokerRequestHeader = request.decode_header();
+    let (Some(cluster_name), Some(broker_addr), Some(broker_name)) =
+        (header.cluster_name, header.broker_addr, header.broker_name)
+    else {
+        warn!("UNREGISTER_BROKER without cluster, address or name; nothing to do");
+        return Ok(success());
+    };
+    let queued = state.submit_unregister(UnregisterRequest {
+        cluster_name,
+        broker_addr,
+        broker_name,
+        broker_id: header.broker_id,
+        fence: None,
+    });
+    if queued {
+        Ok(success())
+    } else {
+        Err(HandlerError::SystemNoRemark)
+    }
+}
+
+/// 322: has the broker's topic config changed since its last registration? Also a heartbeat.
+/// Java: `DefaultRequestProcessor#queryBrokerTopicConfig`
+pub fn query_data_version(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: QueryDataVersionRequestHeader = request.decode_header();
+    let data_version: Option<DataVersion> = match request.body.as_deref() {
+        Some(body) => Some(from_json(body).map_err(|e| {
+            HandlerError::System(format!("com.alibaba.fastjson.JSONException: {e}"))
+        })?),
+        None => None,
+    };
+    let cluster = header.cluster_name.unwrap_or_default();
+    let addr = header.broker_addr.unwrap_or_default();
+    let (changed, stored) =
+        state
+            .routes
+            .query_data_version(&cluster, &addr, data_version, state.now_ms());
+    let mut response = success().with_header(&QueryDataVersionResponseHeader {
+        changed: Some(changed),
+    });
+    if let Some(stored) = stored {
+        response = response.with_body(remoting::body::to_legacy_json(&stored));
+    }
+    Ok(response)
+}
+
+/// 904: refresh the broker's liveness. Java: `DefaultRequestProcessor#brokerHeartbeat`
+pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: BrokerHeartbeatRequestHeader = request.decode_header();
+    if let (Some(cluster), Some(addr)) = (header.cluster_name, header.broker_addr) {
+        state.routes.heartbeat(&cluster, &addr, state.now_ms());
+    }
+    Ok(success())
+}
+
+/// 205: clear the write bit of every queue of a broker group; answers the topic count.
+/// Java: `DefaultRequestProcessor#wipeWritePermOfBroker`
+pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
+    let count = header
+        .broker_name
+        .as_deref()
+        .map_or(0, |name| state.routes.wipe_write_perm(name));
+    info!(broker = ?header.broker_name, count, "wiped write permission");
+    Ok(success().with_header(&WipeWritePermOfBrokerResponseHeader {
+        wipe_topic_count: Some(count),
+    }))
+}
+
+/// 327: set perm to read+write on every queue of a broker group; answers the topic count.
+/// Java: `DefaultRequestProcessor#addWritePermOfBroker`
+pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
+    let count = header
+        .broker_name
+        .as_deref()
+        .map_or(0, |name| state.routes.add_write_perm(name));
+    info!(broker = ?header.broker_name, count, "added write permission");
+    Ok(success().with_header(&AddWritePermOfBrokerResponseHeader {
+        add_topic_count: Some(count),
+    }))
+}
+
+/// 901: the addresses of a broker group. Java keeps the placeholder remark on success.
+/// Java: `DefaultRequestProcessor#getBrokerMemberGroup`
+pub fn member_group(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: GetBrokerMemberGroupRequestHeader = request.decode_header();
+    let body = state.routes.broker_member_group(
+        header.cluster_name.as_deref().unwrap_or_default(),
+        header.broker_name.as_deref().unwrap_or_default(),
+    );
+    let mut response = success_json(&body);
+    response.remark = Some("not set any response code".to_owned());
+    Ok(response)
+}

@@ -1,0 +1,90 @@
+//! KV config requests: 100, 101, 102, 219.
+
+use std::sync::Arc;
+
+use remoting::body::KvTable;
+use remoting::headers::{
+    DeleteKvConfigRequestHeader, GetKvConfigRequestHeader, GetKvConfigResponseHeader,
+    GetKvListByNamespaceRequestHeader, PutKvConfigRequestHeader,
+};
+use remoting::{RemotingCommand, ResponseCode};
+
+use super::{or_null, success, success_json};
+use crate::dispatch::{HandlerError, HandlerResult};
+use crate::kv::{KvError, KvStore};
+use crate::state::State;
+
+/// Runs a persisting KV operation off the async workers (it fsyncs).
+async fn persist<F>(state: &State, op: F) -> Result<(), HandlerError>
+where
+    F: FnOnce(&KvStore) -> Result<(), KvError> + Send + 'static,
+{
+    let kv = Arc::clone(&state.kv);
+    match tokio::task::spawn_blocking(move || op(&kv)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(HandlerError::System(format!(
+            "kv config not persisted: {e}"
+        ))),
+        Err(e) => Err(HandlerError::System(format!("kv config task failed: {e}"))),
+    }
+}
+
+/// 100: store a value; persisted before the answer.
+/// Java: `DefaultRequestProcessor#putKVConfig`
+pub async fn put(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: PutKvConfigRequestHeader = request.decode_header();
+    let (Some(namespace), Some(key)) = (header.namespace, header.key) else {
+        return Err(HandlerError::System("namespace or key is null".to_owned()));
+    };
+    let value = header.value;
+    persist(state, move |kv| kv.put(&namespace, &key, value.as_deref())).await?;
+    Ok(success())
+}
+
+/// 101: the value, or QUERY_NOT_FOUND.
+/// Java: `DefaultRequestProcessor#getKVConfig`
+pub fn get(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: GetKvConfigRequestHeader = request.decode_header();
+    let value = match (&header.namespace, &header.key) {
+        (Some(ns), Some(key)) => state.kv.get(ns, key),
+        _ => None,
+    };
+    Ok(match value {
+        Some(value) => success().with_header(&GetKvConfigResponseHeader { value: Some(value) }),
+        None => RemotingCommand::response(
+            ResponseCode::QueryNotFound,
+            Some(format!(
+                "No config item, Namespace: {} Key: {}",
+                or_null(&header.namespace),
+                or_null(&header.key)
+            )),
+        )
+        .with_header(&GetKvConfigResponseHeader::default()),
+    })
+}
+
+/// 102: remove a key (the namespace stays, even when empty); always persisted, always SUCCESS.
+/// Java: `DefaultRequestProcessor#deleteKVConfig`
+pub async fn delete(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: DeleteKvConfigRequestHeader = request.decode_header();
+    if let (Some(namespace), Some(key)) = (header.namespace, header.key) {
+        persist(state, move |kv| kv.delete(&namespace, &key)).await?;
+    }
+    Ok(success())
+}
+
+/// 219: a whole namespace as a KVTable, or QUERY_NOT_FOUND.
+/// Java: `DefaultRequestProcessor#getKVListByNamespace`
+pub fn list_namespace(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let header: GetKvListByNamespaceRequestHeader = request.decode_header();
+    match header.namespace.as_deref().and_then(|ns| state.kv.list(ns)) {
+        Some(table) => Ok(success_json(&KvTable { table })),
+        None => Ok(RemotingCommand::response(
+            ResponseCode::QueryNotFound,
+            Some(format!(
+                "No config item, Namespace: {}",
+                or_null(&header.namespace)
+            )),
+        )),
+    }
+}

@@ -1,0 +1,77 @@
+//! Route reads: 105 GET_ROUTEINFO_BY_TOPIC, 106 GET_BROKER_CLUSTER_INFO.
+
+use remoting::body::{to_legacy_json, to_standard_json};
+use remoting::headers::{GetRouteInfoRequestHeader, ZONE_MODE, ZONE_NAME};
+use remoting::{version, RemotingCommand, ResponseCode};
+
+use super::{or_null, success, success_json};
+use crate::dispatch::{HandlerError, HandlerResult};
+use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::route::{zone_filter, RouteForm};
+use crate::state::State;
+
+/// 105: the topic's route, in standard JSON for clients ≥ V4_9_4 or `acceptStandardJsonOnly`,
+/// else legacy JSON; zone-filtered (always legacy) when the client asks for its zone.
+/// Java: `ClientRequestProcessor#getRouteInfoByTopic` + `ZoneRouteRPCHook#doAfterResponse`
+pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
+    let config = state.config.load();
+    if config.need_wait_for_service
+        && state.uptime().as_secs() < u64::try_from(config.wait_seconds_for_service).unwrap_or(0)
+    {
+        return Err(HandlerError::System("name server not ready".to_owned()));
+    }
+    let header: GetRouteInfoRequestHeader = request.decode_header();
+    let topic = header.topic.as_deref().unwrap_or_default();
+    let standard =
+        request.version >= version::V4_9_4 || header.accept_standard_json_only == Some(true);
+    let zone = zone_of(request);
+    let support_acting_master = config.support_acting_master;
+
+    let body = if zone.is_some() || config.order_message_enable {
+        // Uncommon paths: build the route and encode it for this request only.
+        state
+            .routes
+            .route(topic, support_acting_master)
+            .map(|mut route| {
+                if config.order_message_enable {
+                    route.order_topic_conf = state.kv.get(ORDER_TOPIC_CONFIG, topic);
+                }
+                match zone {
+                    Some(zone) => to_legacy_json(&zone_filter(route, zone)).into(),
+                    None if standard => to_standard_json(&route).into(),
+                    None => to_legacy_json(&route).into(),
+                }
+            })
+    } else {
+        let form = if standard {
+            RouteForm::Standard
+        } else {
+            RouteForm::Legacy
+        };
+        state.routes.route_body(topic, form, support_acting_master)
+    };
+    match body {
+        Some(body) => Ok(success().with_body(body)),
+        None => Ok(RemotingCommand::response(
+            ResponseCode::TopicNotExist,
+            Some(format!(
+                "No topic route info in name server for the topic: {}\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",
+                or_null(&header.topic)
+            )),
+        )),
+    }
+}
+
+/// The client's zone when it asked for zone-filtered routes (`__ZONE_MODE=true` and a
+/// non-blank `__ZONE_NAME`). Java: `ZoneRouteRPCHook#doAfterResponse`
+fn zone_of(request: &RemotingCommand) -> Option<&str> {
+    let mode = request.ext(ZONE_MODE)?;
+    let zone = request.ext(ZONE_NAME)?;
+    (mode.eq_ignore_ascii_case("true") && !zone.trim().is_empty()).then_some(zone)
+}
+
+/// 106: every broker group and cluster, legacy JSON.
+/// Java: `DefaultRequestProcessor#getBrokerClusterInfo`
+pub fn cluster_info(state: &State) -> HandlerResult {
+    Ok(success_json(&state.routes.cluster_info()))
+}

@@ -1,0 +1,79 @@
+//! Crash-safe replacement of a whole file, shared by the KV store and the config store.
+//!
+//! Sequence: create the parent directories; write `<path>.tmp` and fsync it; copy the current
+//! content of `<path>` (if any) to `<path>.bak` as Java does; rename the temp file over `<path>`;
+//! fsync the directory. A crash at any point leaves `<path>` either old or new, never torn.
+//! Callers serialize writers to one path themselves.
+//!
+//! Java: `MixAll#string2File` (which writes in place; the `.bak` copy is kept for operators).
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// `path` with `suffix` appended to its file name (`a/b.json` + `.tmp` = `a/b.json.tmp`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name: OsString = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Replaces the content of `path` with `contents` atomically and durably (see module docs).
+/// Blocking: call from a blocking context (`spawn_blocking` in async code).
+pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir)?;
+
+    let tmp = with_suffix(path, ".tmp");
+    {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+    }
+
+    match fs::read(path) {
+        Ok(previous) => fs::write(with_suffix(path, ".bak"), previous)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+
+    fs::rename(&tmp, path)?;
+    File::open(&dir)?.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_write_creates_parents_and_no_bak() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a/b/file.json");
+        write_atomically(&path, b"one").expect("write");
+        assert_eq!(fs::read(&path).expect("read"), b"one");
+        assert!(!with_suffix(&path, ".bak").exists());
+        assert!(!with_suffix(&path, ".tmp").exists());
+    }
+
+    #[test]
+    fn second_write_keeps_previous_content_in_bak() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("file.json");
+        write_atomically(&path, b"one").expect("write");
+        write_atomically(&path, b"two").expect("write");
+        assert_eq!(fs::read(&path).expect("read"), b"two");
+        assert_eq!(
+            fs::read(with_suffix(&path, ".bak")).expect("read bak"),
+            b"one"
+        );
+    }
+}

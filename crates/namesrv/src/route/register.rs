@@ -1,0 +1,326 @@
+//! Registration: REGISTER_BROKER (Java `RouteInfoManager#registerBroker`, every step in Java's
+//! order) and REGISTER_TOPIC_IN_NAMESRV (`#registerTopic`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use remoting::body::{perm, QueueData};
+use tracing::{info, warn};
+
+use super::table::{Group, Live, QueueSpec, RouteTable};
+use super::{
+    MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, DEFAULT_HEARTBEAT_TIMEOUT_MS,
+};
+
+/// Java `MixAll.MASTER_ID`.
+const MASTER_ID: i64 = 0;
+
+impl RouteTable {
+    /// Registers (or refreshes) a broker and, for a master or a prime slave, its topics.
+    ///
+    /// Steps, as Java (§5.3): cluster membership; group creation; acting-master flag and zone;
+    /// previous minimum id; role switch (the address leaves any other id); the stateVersion fence
+    /// (an older registrant for an id held by another live address is ignored: `Ok` with
+    /// `stale_state_version`, and the registrant's live entry removed); the single-topic guard
+    /// (`Err`); the address put; topics (10b deletion when `delete_topic_with_registration` and no
+    /// static topics, 10c create/update of new or changed topics, 10d mappings); the live entry;
+    /// filter servers; the master's addresses for a slave. Steps before an early return stay
+    /// applied, as in Java.
+    /// Java: `RouteInfoManager#registerBroker`
+    pub fn register_broker(
+        &mut self,
+        req: RegisterBroker,
+        now_ms: u64,
+        delete_topic_with_registration: bool,
+    ) -> Result<RegisterOutcome, RegisterError> {
+        let RegisterBroker {
+            cluster,
+            broker_addr,
+            broker_name,
+            broker_id,
+            ha_server_addr,
+            zone_name,
+            heartbeat_timeout_millis,
+            enable_acting_master,
+            topic_config: wrapper,
+            filter_server_list,
+            conn,
+        } = req;
+
+        // 1. Cluster membership.
+        let cluster = self.cluster_key(&cluster);
+        let before = self.groups.get(broker_name.as_str()).cloned();
+        let name: Arc<str> = before
+            .as_ref()
+            .map_or_else(|| Arc::from(broker_name.as_str()), |g| g.name.clone());
+        self.clusters
+            .entry(cluster.clone())
+            .or_default()
+            .insert(name.clone());
+
+        // 2. The group (created empty; its cluster is fixed from now on).
+        let mut register_first = before.is_none();
+        let mut group = before
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| Group::new(cluster.clone(), name.clone()));
+
+        // 3. Acting master and zone: every member's registration overwrites them.
+        let old_version_broker = enable_acting_master.is_none();
+        group.enable_acting_master = enable_acting_master.unwrap_or(false);
+        group.zone_name = zone_name;
+
+        // 4. Did the registrant lower the group's minimum id?
+        let min_id_changed = broker_id < group.min_id().unwrap_or(0);
+
+        // 5. Role switch: an address appears under one id only.
+        group
+            .addrs
+            .retain(|id, addr| !(**addr == *broker_addr && *id != broker_id));
+
+        // 6. Conflict fence: the id's current holder is live with a newer stateVersion.
+        if let Some(old_addr) = group.addrs.get(&broker_id) {
+            if **old_addr != *broker_addr {
+                if let Some(old_live) = self.live.get(&cluster, old_addr) {
+                    let (old_sv, new_sv) = (
+                        old_live.data_version.state_version,
+                        wrapper.data_version.state_version,
+                    );
+                    if old_sv > new_sv {
+                        warn!(
+                            cluster = %cluster, broker = %name, broker_id, old = %old_addr, old_state_version = old_sv,
+                            new = %broker_addr, new_state_version = new_sv,
+                            "registering broker conflicts with the existing one; ignored"
+                        );
+                        self.live.remove(&cluster, &broker_addr);
+                        self.commit_group(before.as_ref(), group);
+                        return Ok(RegisterOutcome {
+                            stale_state_version: true,
+                            ..RegisterOutcome::default()
+                        });
+                    }
+                }
+            }
+        }
+
+        // 7. Single-topic guard: incremental registrations only after a full one.
+        if !group.addrs.contains_key(&broker_id) && wrapper.topic_config_table.len() == 1 {
+            warn!(broker = %name, broker_id, addr = %broker_addr, "single-topic registration before the broker registered");
+            self.commit_group(before.as_ref(), group);
+            return Err(RegisterError::NotRegisteredYet { broker_id });
+        }
+
+        // 8. The address.
+        let addr: Arc<str> = Arc::from(broker_addr.as_str());
+        let old_addr = group.addrs.insert(broker_id, addr.clone());
+        register_first |= old_addr.is_none_or(|a| a.is_empty());
+
+        // 9. Who may write the group's topics.
+        let is_master = broker_id == MASTER_ID;
+        let is_prime_slave = !old_version_broker && !is_master && group.min_id() == Some(broker_id);
+        let wipe_write = is_prime_slave && group.enable_acting_master;
+        self.commit_group(before.as_ref(), group);
+
+        // 10. Topics, compared against this address's previous registration.
+        if is_master || is_prime_slave {
+            let broker_changed = self
+                .live
+                .get(&cluster, &broker_addr)
+                .is_none_or(|live| live.data_version != wrapper.data_version);
+            let mapping_info = &wrapper.topic_queue_mapping_info_map;
+
+            // 10b. Topics the broker no longer has (static topics are not supported here).
+            if delete_topic_with_registration && mapping_info.is_empty() {
+                let gone: Vec<Arc<str>> = self
+                    .topics
+                    .iter()
+                    .filter(|(topic, entry)| {
+                        entry.queue(&name).is_some()
+                            && !wrapper.topic_config_table.contains_key(&***topic)
+                    })
+                    .map(|(topic, _)| topic.clone())
+                    .collect();
+                for topic in gone {
+                    let next = self.topics.get(&topic).and_then(|entry| {
+                        let rest: Vec<_> = entry
+                            .queues
+                            .iter()
+                            .filter(|(b, _)| *b != name)
+                            .cloned()
+                            .collect();
+                        (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest))
+                    });
+                    info!(broker = %name, topic = %topic, "deleteTopic with broker registration");
+                    self.set_topic(topic, next);
+                }
+            }
+
+            // 10c. New or changed topics (an unchanged DataVersion only re-adds missing ones).
+            for tc in wrapper.topic_config_table.values() {
+                let Some(topic) = tc.topic_name.as_deref() else {
+                    continue; // Java throws here (§11 #29); skipping is the safe reading.
+                };
+                let changed = register_first
+                    || broker_changed
+                    || self
+                        .topics
+                        .get(topic)
+                        .is_none_or(|entry| entry.queue(&name).is_none());
+                if changed {
+                    let perm = if wipe_write {
+                        tc.perm & !perm::WRITE
+                    } else {
+                        tc.perm
+                    };
+                    self.put_queue(topic, &name, QueueSpec::from_topic_config(tc, perm));
+                }
+            }
+
+            // 10d. Static-topic mappings (never removed).
+            if broker_changed || register_first {
+                for (topic, info) in mapping_info {
+                    let Some(bname) = info.bname.as_deref() else {
+                        continue; // Java would key it by null; no such mapping is routable.
+                    };
+                    let mut map = self
+                        .mappings
+                        .get(topic)
+                        .map_or_else(BTreeMap::new, |m| (**m).clone());
+                    if map.get(bname) == Some(info) {
+                        continue;
+                    }
+                    map.insert(bname.to_owned(), info.clone());
+                    self.mappings
+                        .insert(Arc::from(topic.as_str()), Arc::new(map));
+                    if let Some((key, entry)) = self.topics.get_key_value(topic) {
+                        let (key, entry) = (key.clone(), entry.refreshed());
+                        self.set_topic(key, Some(entry));
+                    }
+                }
+            }
+        }
+
+        // 11. The live entry, always replaced.
+        let generation = self.next_generation();
+        let live = Live {
+            last_update_ms: AtomicU64::new(now_ms),
+            timeout_ms: heartbeat_timeout_millis.unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT_MS),
+            data_version: wrapper.data_version,
+            conn,
+            ha_server_addr: ha_server_addr.clone(),
+            generation,
+        };
+        if self.live.insert(&cluster, &addr, Arc::new(live)).is_none() {
+            info!(cluster = %cluster, broker = %addr, ha = %ha_server_addr, "new broker registered");
+        }
+
+        // 12. Filter servers.
+        if let Some(list) = filter_server_list {
+            if list.is_empty() {
+                self.remove_filter(&cluster, &addr);
+            } else if self
+                .filters
+                .get(&cluster, &addr)
+                .is_none_or(|old| **old != *list)
+            {
+                self.filters.insert(&cluster, &addr, Arc::from(list));
+                self.broker_gen += 1;
+            }
+        }
+
+        // 13. A slave learns its live master.
+        let mut outcome = RegisterOutcome::default();
+        let group = self.groups.get(&name).cloned();
+        if broker_id != MASTER_ID {
+            if let Some(master) = group.as_ref().and_then(|g| g.addrs.get(&MASTER_ID)) {
+                if let Some(master_live) = self.live.get(&cluster, master) {
+                    outcome.master_addr = Some(master.to_string());
+                    outcome.ha_server_addr = Some(master_live.ha_server_addr.clone());
+                }
+            }
+        }
+
+        // 14. What Java would notify (no acting-master check on this path).
+        if min_id_changed {
+            outcome.min_broker_id_change =
+                group.and_then(|g| MinBrokerIdChange::for_group(&g, None, Some(ha_server_addr)));
+        }
+        Ok(outcome)
+    }
+
+    /// Adds or replaces queues of a topic from an admin request. A new topic is stored only if
+    /// every queue's broker group exists; for an existing topic the queues are applied in order
+    /// until one names an unknown broker (earlier ones stay, like Java). Returns whether the
+    /// whole list was applied. No permission or DataVersion logic.
+    /// Java: `RouteInfoManager#registerTopic`
+    pub fn register_topic(&mut self, topic: &str, queue_datas: Vec<QueueData>) -> bool {
+        if queue_datas.is_empty() {
+            return true;
+        }
+        let known = |table: &RouteTable, qd: &QueueData| {
+            table
+                .groups
+                .get_key_value(qd.broker_name.as_str())
+                .map(|(k, _)| k.clone())
+        };
+        if self.topics.contains_key(topic) {
+            for qd in &queue_datas {
+                let Some(broker) = known(self, qd) else {
+                    warn!(topic, broker = %qd.broker_name, "register topic contains an unknown broker");
+                    return false;
+                };
+                // Java puts even an identical QueueData; an identical one changes nothing here.
+                self.put_queue(topic, &broker, QueueSpec::from_queue_data(qd));
+            }
+            true
+        } else {
+            let mut queues = Vec::with_capacity(queue_datas.len());
+            for qd in &queue_datas {
+                let Some(broker) = known(self, qd) else {
+                    warn!(topic, broker = %qd.broker_name, "register topic contains an unknown broker");
+                    return false;
+                };
+                // Later entries for the same broker win, as with Java's map put.
+                queues.retain(|(b, _): &(Arc<str>, QueueSpec)| *b != broker);
+                queues.push((broker, QueueSpec::from_queue_data(qd)));
+            }
+            info!(topic, "register topic route");
+            self.set_topic(
+                Arc::from(topic),
+                Some(super::table::TopicEntry::new(queues)),
+            );
+            true
+        }
+    }
+}
+
+impl MinBrokerIdChange {
+    /// The notification for `group`'s current members; `None` for an empty group.
+    /// Java: `RouteInfoManager#notifyMinBrokerIdChanged(Map, String, String)`
+    pub(super) fn for_group(
+        group: &Group,
+        offline: Option<String>,
+        ha: Option<String>,
+    ) -> Option<Self> {
+        let (&min_id, min_addr) = group.addrs.iter().next()?;
+        let targets = if offline.is_some() || group.addrs.len() == 1 {
+            group.addrs.values().map(|a| a.to_string()).collect()
+        } else {
+            group
+                .addrs
+                .iter()
+                .filter(|(id, _)| **id != min_id)
+                .map(|(_, a)| a.to_string())
+                .collect()
+        };
+        Some(Self {
+            broker_name: group.name.to_string(),
+            min_broker_id: min_id,
+            min_broker_addr: min_addr.to_string(),
+            offline_broker_addr: offline,
+            ha_broker_addr: ha,
+            targets,
+        })
+    }
+}

@@ -1,0 +1,252 @@
+//! `Routes`: the encoded-body cache (reuse and invalidation) and readers during large
+//! registrations.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use remoting::body::{from_json, QueueData, TopicConfig, TopicRouteData};
+
+use super::*;
+use crate::route::{RouteForm, Routes};
+
+fn register_on(routes: &Routes, broker: &Broker, topics: &[&str]) {
+    routes
+        .register_broker(broker.request(topics), NOW, false)
+        .expect("registration accepted");
+}
+
+fn body(routes: &Routes, topic: &str) -> Bytes {
+    routes
+        .route_body(topic, RouteForm::Legacy, false)
+        .expect("route exists")
+}
+
+fn parse(body: &Bytes) -> TopicRouteData {
+    from_json(body).expect("a route body parses")
+}
+
+#[test]
+fn an_unchanged_reregistration_keeps_the_cached_body() {
+    let routes = Routes::new();
+    register_on(&routes, &Broker::master(), &["T"]);
+    let first = body(&routes, "T");
+    assert_eq!(
+        first.as_ptr(),
+        body(&routes, "T").as_ptr(),
+        "second read is served from the cache"
+    );
+    register_on(&routes, &Broker::master(), &["T"]);
+    assert!(routes.heartbeat(CLUSTER, MASTER_ADDR, NOW + 1));
+    assert_eq!(first.as_ptr(), body(&routes, "T").as_ptr());
+    assert_eq!(parse(&first), routes.route("T", false).unwrap());
+}
+
+#[test]
+fn a_change_to_another_topic_keeps_the_cached_body() {
+    let routes = Routes::new();
+    register_on(&routes, &Broker::master(), &["T", "U"]);
+    let first = body(&routes, "T");
+    routes.wipe_write_perm("nobody");
+    routes.delete_topic("U", None);
+    routes.register_topic(
+        "V",
+        vec![QueueData {
+            broker_name: BROKER.into(),
+            perm: 6,
+            read_queue_nums: 1,
+            topic_sys_flag: 0,
+            write_queue_nums: 1,
+        }],
+    );
+    assert_eq!(first.as_ptr(), body(&routes, "T").as_ptr());
+}
+
+#[test]
+fn a_perm_wipe_changes_the_body() {
+    let routes = Routes::new();
+    register_on(&routes, &Broker::master(), &["T"]);
+    let before = body(&routes, "T");
+    assert_eq!(routes.wipe_write_perm(BROKER), 2);
+    let after = body(&routes, "T");
+    assert_ne!(before, after);
+    assert_eq!(parse(&after).queue_datas[0].perm, 4);
+    assert_eq!(routes.add_write_perm(BROKER), 2);
+    assert_eq!(parse(&body(&routes, "T")).queue_datas[0].perm, 6);
+}
+
+#[test]
+fn a_group_change_changes_the_body() {
+    let routes = Routes::new();
+    register_on(&routes, &Broker::master(), &["T"]);
+    register_on(&routes, &Broker::slave(), &["T"]);
+    let both = body(&routes, "T");
+    assert_eq!(parse(&both).broker_datas[0].broker_addrs.0.len(), 2);
+    routes.apply_unregisters(&[Broker::slave().unregister()]);
+    let master_only = body(&routes, "T");
+    assert_eq!(parse(&master_only).broker_datas[0].broker_addrs.0.len(), 1);
+
+    routes.apply_unregisters(&[Broker::master().unregister()]);
+    assert_eq!(routes.route_body("T", RouteForm::Legacy, false), None);
+}
+
+#[test]
+fn forms_and_acting_master_flag_are_cached_apart() {
+    let routes = Routes::new();
+    register_on(&routes, &Broker::slave(), &["T"]);
+    let legacy = body(&routes, "T");
+    let standard = routes.route_body("T", RouteForm::Standard, false).unwrap();
+    let acting = routes.route_body("T", RouteForm::Legacy, true).unwrap();
+    assert!(
+        legacy.windows(4).any(|w| w == b"{1:\""),
+        "legacy keys are unquoted"
+    );
+    assert!(
+        standard.windows(5).any(|w| w == b"{\"1\":"),
+        "standard keys are quoted"
+    );
+    assert_eq!(
+        parse(&acting).broker_datas[0]
+            .broker_addrs
+            .0
+            .keys()
+            .copied()
+            .collect::<Vec<_>>(),
+        [0]
+    );
+    assert_eq!(
+        parse(&legacy).broker_datas[0]
+            .broker_addrs
+            .0
+            .keys()
+            .copied()
+            .collect::<Vec<_>>(),
+        [1]
+    );
+    assert_eq!(
+        standard.as_ptr(),
+        routes
+            .route_body("T", RouteForm::Standard, false)
+            .unwrap()
+            .as_ptr()
+    );
+    assert_eq!(
+        acting.as_ptr(),
+        routes
+            .route_body("T", RouteForm::Legacy, true)
+            .unwrap()
+            .as_ptr()
+    );
+}
+
+/// 50k topics, all with `queues` read/write queues, DataVersion counter `counter`.
+fn bulk(names: &[String], queues: i32, counter: i64) -> RegisterBroker {
+    let mut broker = Broker::master();
+    broker.dv.counter = counter;
+    broker.request_with(
+        names
+            .iter()
+            .map(|n| TopicConfig {
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                ..topic_config(n, 6)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn readers_see_every_topic_before_or_after_50k_topic_registrations() {
+    const TOPICS: usize = 50_000;
+    const READERS: u64 = 3;
+    let names: Arc<Vec<String>> = Arc::new((0..TOPICS).map(|i| format!("topic-{i:05}")).collect());
+    let routes = Arc::new(Routes::new());
+    routes
+        .register_broker(bulk(&names, 8, 1), NOW, false)
+        .unwrap();
+
+    let writing = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let reads_while_writing = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(120);
+
+    let readers: Vec<_> = (0..READERS)
+        .map(|seed| {
+            let (names, routes) = (names.clone(), routes.clone());
+            let (writing, done, during) =
+                (writing.clone(), done.clone(), reads_while_writing.clone());
+            thread::spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ (seed + 1);
+                let mut after_done = 0;
+                while after_done < 2_000 {
+                    assert!(Instant::now() < deadline, "reader ran past its deadline");
+                    let finished = done.load(Ordering::Acquire);
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let topic = &names[(x % TOPICS as u64) as usize];
+                    let form = if x & 1 == 0 {
+                        RouteForm::Legacy
+                    } else {
+                        RouteForm::Standard
+                    };
+                    let route: TopicRouteData =
+                        from_json(&routes.route_body(topic, form, false).unwrap()).unwrap();
+                    assert_eq!(route.queue_datas.len(), 1);
+                    let q = &route.queue_datas[0];
+                    assert_eq!(
+                        q.read_queue_nums, q.write_queue_nums,
+                        "{topic}: a queue is never half-updated"
+                    );
+                    assert!(
+                        matches!(q.read_queue_nums, 4 | 8),
+                        "{topic}: unexpected state {q:?}"
+                    );
+                    if finished {
+                        assert_eq!(
+                            q.read_queue_nums, 4,
+                            "{topic}: a read after the last write sees it"
+                        );
+                        after_done += 1;
+                    } else if writing.load(Ordering::Acquire) {
+                        during.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if x % 64 == 0 {
+                        // One snapshot is one state for all topics.
+                        let snap = routes.snapshot();
+                        let states: Vec<_> = [0, TOPICS / 2, TOPICS - 1]
+                            .iter()
+                            .map(|&i| {
+                                snap.pickup_route(&names[i], false).unwrap().queue_datas[0]
+                                    .read_queue_nums
+                            })
+                            .collect();
+                        assert!(
+                            states.iter().all(|s| *s == states[0]),
+                            "snapshot mixes states: {states:?}"
+                        );
+                    }
+                }
+            })
+        })
+        .collect();
+
+    writing.store(true, Ordering::Release);
+    for (queues, counter) in [(4, 2), (8, 3), (4, 4)] {
+        routes
+            .register_broker(bulk(&names, queues, counter), NOW, false)
+            .unwrap();
+    }
+    writing.store(false, Ordering::Release);
+    done.store(true, Ordering::Release);
+    for reader in readers {
+        reader.join().expect("reader assertions hold");
+    }
+    assert!(
+        reads_while_writing.load(Ordering::Relaxed) > 0,
+        "readers made progress during the registrations"
+    );
+    assert_eq!(routes.snapshot().topic_count(), TOPICS);
+}

@@ -1,0 +1,248 @@
+//! Unregistration, topic deletion and write permissions (§5.4–§5.6; §11 #14, #20–#23, #35).
+
+use remoting::body::perm;
+
+use super::*;
+use crate::route::MinBrokerIdChange;
+
+#[test]
+fn unregistering_the_only_broker_removes_its_topics_and_cluster() {
+    let mut t = RouteTable::new();
+    let m = Broker::master();
+    register(&mut t, &m, &["TestTopic", "TestTopic1"]);
+    t.unregister_batch(&[m.unregister()]);
+    assert!(t.pickup_route("TestTopic", true).is_none());
+    assert!(t.pickup_route("TestTopic1", true).is_none());
+    assert_eq!(
+        (t.topic_count(), t.group_count(), t.live_count()),
+        (0, 0, 0)
+    );
+    assert!(t.cluster_info().cluster_addr_table.is_empty());
+}
+
+#[test]
+fn unregistering_a_slave_keeps_the_master() {
+    let mut t = RouteTable::new();
+    register(&mut t, &Broker::master(), &["TestTopic"]);
+    register(&mut t, &Broker::slave(), &["TestTopic"]);
+    t.unregister_batch(&[Broker::slave().unregister()]);
+    let r = route(&t, "TestTopic");
+    assert_eq!(addrs_of(&r, BROKER), vec![(0, MASTER_ADDR.into())]);
+    assert_eq!(perm_of(&r, BROKER), 6);
+}
+
+#[test]
+fn losing_the_master_of_an_acting_master_group_makes_it_read_only_until_it_returns() {
+    let mut t = RouteTable::new();
+    register(&mut t, &Broker::master(), &["TestTopic"]);
+    register(&mut t, &Broker::slave(), &["TestTopic"]);
+    t.unregister_batch(&[Broker::master().unregister()]);
+    let r = route(&t, "TestTopic");
+    assert_eq!(perm_of(&r, BROKER), perm::READ);
+    assert_eq!(
+        addrs_of(&r, BROKER),
+        vec![(0, SLAVE_ADDR.into())],
+        "the slave acts as master in the route"
+    );
+    assert_eq!(
+        addrs_of(&t.pickup_route("TestTopic", false).unwrap(), BROKER),
+        vec![(1, SLAVE_ADDR.into())]
+    );
+
+    register(&mut t, &Broker::master(), &["TestTopic"]);
+    let r = route(&t, "TestTopic");
+    assert_eq!(
+        perm_of(&r, BROKER),
+        6,
+        "the master's first registration rewrites its topics"
+    );
+    assert_eq!(
+        addrs_of(&r, BROKER),
+        vec![(0, MASTER_ADDR.into()), (1, SLAVE_ADDR.into())]
+    );
+}
+
+#[test]
+fn losing_the_master_of_an_old_style_group_keeps_write_perm() {
+    let mut t = RouteTable::new();
+    register(
+        &mut t,
+        &Broker::master().acting_master(Some(false)),
+        &["TestTopic"],
+    );
+    register(
+        &mut t,
+        &Broker::slave().acting_master(Some(false)),
+        &["TestTopic"],
+    );
+    t.unregister_batch(&[Broker::master().unregister()]);
+    let r = route(&t, "TestTopic");
+    assert_eq!(perm_of(&r, BROKER), perm::READ | perm::WRITE);
+    assert_eq!(addrs_of(&r, BROKER), vec![(1, SLAVE_ADDR.into())]);
+}
+
+#[test]
+fn unregistration_removes_by_address_so_a_new_master_survives() {
+    let mut t = RouteTable::new();
+    let new_master = Broker::master().addr("127.0.0.1:50911");
+    register(&mut t, &Broker::master(), &["TestTopic"]);
+    register(&mut t, &new_master, &["TestTopic"]);
+    t.unregister_batch(&[Broker::master().unregister()]);
+    assert_eq!(
+        addrs_of(&route(&t, "TestTopic"), BROKER),
+        vec![(0, "127.0.0.1:50911".into())]
+    );
+    assert!(t.last_heartbeat(CLUSTER, "127.0.0.1:50911").is_some());
+    assert_eq!(t.last_heartbeat(CLUSTER, MASTER_ADDR), None);
+}
+
+#[test]
+fn a_batch_applies_every_request() {
+    let mut t = RouteTable::new();
+    let m1 = Broker::master();
+    let m2 = Broker::master().name("broker-b").addr("127.0.0.1:10919");
+    register(&mut t, &m1, &["TestTopic1"]);
+    register(&mut t, &m2, &["TestTopic2"]);
+    t.unregister_batch(&[m1.unregister(), m2.unregister()]);
+    assert!(t.pickup_route("TestTopic1", true).is_none());
+    assert!(t.pickup_route("TestTopic2", true).is_none());
+    assert_eq!(t.topic_count(), 0);
+}
+
+#[test]
+fn unregistering_an_unknown_broker_changes_nothing() {
+    let mut t = RouteTable::new();
+    register(&mut t, &Broker::master(), &["TestTopic"]);
+    let notes = t.unregister_batch(&[Broker::master()
+        .name("ghost")
+        .addr("1.2.3.4:5")
+        .unregister()]);
+    assert!(notes.is_empty());
+    assert_eq!(
+        (t.topic_count(), t.group_count(), t.live_count()),
+        (2, 1, 1)
+    );
+}
+
+#[test]
+fn only_a_known_minimum_id_leaving_reports_a_min_broker_id_change() {
+    let setup = || {
+        let mut t = RouteTable::new();
+        register(&mut t, &Broker::master(), &["T"]);
+        register(&mut t, &Broker::slave(), &["T"]);
+        t
+    };
+    let mut t = setup();
+    let mut no_id = Broker::master().unregister();
+    no_id.broker_id = None;
+    assert!(
+        t.unregister_batch(&[no_id]).is_empty(),
+        "a null id is never the minimum"
+    );
+
+    let mut t = setup();
+    let notes = t.unregister_batch(&[Broker::master().unregister()]);
+    assert_eq!(
+        notes,
+        vec![MinBrokerIdChange {
+            broker_name: BROKER.into(),
+            min_broker_id: 1,
+            min_broker_addr: SLAVE_ADDR.into(),
+            offline_broker_addr: Some(MASTER_ADDR.into()),
+            ha_broker_addr: None,
+            targets: vec![SLAVE_ADDR.into()],
+        }]
+    );
+
+    let mut t = RouteTable::new();
+    register(&mut t, &Broker::master().acting_master(Some(false)), &["T"]);
+    register(&mut t, &Broker::slave().acting_master(Some(false)), &["T"]);
+    assert!(
+        t.unregister_batch(&[Broker::master().unregister()])
+            .is_empty(),
+        "only acting-master groups"
+    );
+}
+
+#[test]
+fn delete_topic_with_a_cluster_removes_only_that_clusters_queues() {
+    let mut t = RouteTable::new();
+    register(&mut t, &Broker::master(), &["TestTopic"]);
+    register(
+        &mut t,
+        &Broker::master()
+            .cluster("AnotherCluster")
+            .name("AnotherBroker"),
+        &["TestTopic"],
+    );
+    assert_eq!(route(&t, "TestTopic").broker_datas.len(), 2);
+
+    t.delete_topic("TestTopic", Some("NoSuchCluster"));
+    assert_eq!(route(&t, "TestTopic").broker_datas.len(), 2);
+    t.delete_topic("TestTopic", Some(CLUSTER));
+    let r = route(&t, "TestTopic");
+    assert_eq!(r.broker_datas.len(), 1);
+    assert_eq!(r.broker_datas[0].broker_name, "AnotherBroker");
+    t.delete_topic("TestTopic", Some("AnotherCluster"));
+    assert!(t.pickup_route("TestTopic", true).is_none());
+
+    register(&mut t, &Broker::master().next_version(), &["Gone"]);
+    t.delete_topic("Gone", Some(""));
+    assert!(
+        t.pickup_route("Gone", true).is_none(),
+        "an empty cluster name deletes the whole topic"
+    );
+}
+
+#[test]
+fn wipe_and_add_write_perm_count_topics_and_add_resets_to_read_write() {
+    let mut t = RouteTable::new();
+    let m = Broker::master();
+    t.register_broker(
+        m.request_with(vec![topic_config("T", 6), topic_config("Inherit", 7)]),
+        NOW,
+        false,
+    )
+    .unwrap();
+    assert_eq!(t.wipe_write_perm(BROKER), 2);
+    assert_eq!(perm_of(&route(&t, "T"), BROKER), 4);
+    assert_eq!(perm_of(&route(&t, "Inherit"), BROKER), 5);
+    assert_eq!(
+        t.wipe_write_perm(BROKER),
+        2,
+        "counts topics, changed or not"
+    );
+    assert_eq!(t.add_write_perm(BROKER), 2);
+    assert_eq!(perm_of(&route(&t, "T"), BROKER), 6);
+    assert_eq!(perm_of(&route(&t, "Inherit"), BROKER), 6, "INHERIT is lost");
+    assert_eq!(
+        (t.wipe_write_perm("ghost"), t.add_write_perm("ghost")),
+        (0, 0)
+    );
+}
+
+#[test]
+fn closing_connections_removes_the_master_then_the_route() {
+    let mut t = RouteTable::new();
+    let master = Broker::master().acting_master(Some(false)).conn(10);
+    let slave = Broker::slave().acting_master(Some(false)).conn(11);
+    register(&mut t, &master, &["TestTopic"]);
+    register(&mut t, &slave, &["TestTopic"]);
+
+    let reqs = t.on_connection_closed(10);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(
+        (reqs[0].broker_name.as_str(), reqs[0].broker_id),
+        (BROKER, Some(0))
+    );
+    t.unregister_batch(&reqs);
+    assert_eq!(
+        addrs_of(&route(&t, "TestTopic"), BROKER),
+        vec![(1, SLAVE_ADDR.into())]
+    );
+
+    let reqs = t.on_connection_closed(11);
+    t.unregister_batch(&reqs);
+    assert!(t.pickup_route("TestTopic", true).is_none());
+    assert!(t.on_connection_closed(11).is_empty());
+}

@@ -1,0 +1,179 @@
+//! Removal: batched unregistration (Java `RouteInfoManager#unRegisterBroker(Set)` and
+//! `#cleanTopicByUnRegisterRequests`), topic deletion, and the write-permission switches.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use remoting::body::perm;
+use tracing::{debug, info};
+
+use super::table::{RouteTable, TopicEntry};
+use super::{MinBrokerIdChange, UnregisterRequest};
+
+impl RouteTable {
+    /// Applies a batch of unregistrations, in order. Per request: a fenced request whose live
+    /// entry is gone or belongs to a later registration is skipped; otherwise the live and
+    /// filter-server entries go, every id of the group holding that address goes (by address, so a
+    /// new master registered under the same id from another address survives), an emptied group
+    /// leaves its cluster. Then topics lose the queues of removed groups (and vanish when empty),
+    /// and reduced acting-master groups without a master lose write permission.
+    ///
+    /// Returns the NOTIFY_MIN_BROKER_ID_CHANGE messages Java would send (when
+    /// `notifyMinBrokerIdChanged` is on): groups whose minimum id left and that still exist with
+    /// acting master enabled.
+    /// Java: `RouteInfoManager#unRegisterBroker`
+    pub fn unregister_batch(&mut self, reqs: &[UnregisterRequest]) -> Vec<MinBrokerIdChange> {
+        let mut removed: BTreeSet<String> = BTreeSet::new();
+        let mut reduced: BTreeSet<String> = BTreeSet::new();
+        let mut notify: BTreeMap<String, String> = BTreeMap::new();
+
+        for req in reqs {
+            let (cluster, addr) = (req.cluster_name.as_str(), req.broker_addr.as_str());
+            if let Some(fence) = req.fence {
+                let current = self.live.get(cluster, addr).map(|live| live.generation);
+                if current != Some(fence.generation()) {
+                    debug!(
+                        cluster,
+                        broker = addr,
+                        "unregistration superseded by a later registration; skipped"
+                    );
+                    continue;
+                }
+            }
+            let was_live = self.live.remove(cluster, addr).is_some();
+            info!(cluster, broker = addr, was_live, "unregister broker");
+            self.remove_filter(cluster, addr);
+            if req.fence.is_some_and(|f| f.is_orphan()) {
+                continue; // the address is in no group: the live entry was all there was
+            }
+
+            let name = req.broker_name.as_str();
+            let mut group_removed = false;
+            if let Some(before) = self.groups.get(name).cloned() {
+                let min_changed = match (before.min_id(), req.broker_id) {
+                    (Some(min), Some(id)) => min == id,
+                    _ => false,
+                };
+                let mut group = (*before).clone();
+                group.addrs.retain(|_, a| **a != *addr);
+                if group.addrs.is_empty() {
+                    self.remove_group(name);
+                    group_removed = true;
+                } else {
+                    self.commit_group(Some(&before), group);
+                    if min_changed {
+                        notify.insert(name.to_owned(), addr.to_owned());
+                    }
+                }
+            }
+            if group_removed {
+                if let Some(names) = self.clusters.get_mut(cluster) {
+                    names.remove(name);
+                    if names.is_empty() {
+                        self.clusters.remove(cluster);
+                    }
+                }
+                removed.insert(name.to_owned());
+            } else {
+                reduced.insert(name.to_owned());
+            }
+        }
+
+        // Java: cleanTopicByUnRegisterRequests. A reduced name without a group is skipped (Java
+        // throws, errata E); a reduced acting-master group with no master goes read-only.
+        let wipe: BTreeSet<&str> = reduced
+            .iter()
+            .filter(|name| {
+                self.groups
+                    .get(name.as_str())
+                    .is_some_and(|g| g.enable_acting_master && g.has_no_master())
+            })
+            .map(String::as_str)
+            .collect();
+        let gone: BTreeSet<&str> = removed.iter().map(String::as_str).collect();
+        self.rewrite_topics(&gone, &wipe, !perm::WRITE);
+
+        notify
+            .into_iter()
+            .filter_map(|(name, offline)| {
+                let group = self.groups.get(name.as_str())?;
+                if !group.enable_acting_master {
+                    return None;
+                }
+                MinBrokerIdChange::for_group(group, Some(offline), None)
+            })
+            .collect()
+    }
+
+    /// Removes a topic; with a (non-empty) cluster, only the queues of that cluster's broker
+    /// groups (the topic goes when none is left; an unknown cluster is a no-op). Static-topic
+    /// mappings stay.
+    /// Java: `RouteInfoManager#deleteTopic(String)` / `#deleteTopic(String, String)`
+    pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) {
+        let Some(entry) = self.topics.get(topic) else {
+            return;
+        };
+        let queues: Vec<_> = match cluster.filter(|c| !c.is_empty()) {
+            None => Vec::new(),
+            Some(cluster) => {
+                let Some(names) = self.clusters.get(cluster) else {
+                    return;
+                };
+                entry
+                    .queues
+                    .iter()
+                    .filter(|(b, _)| !names.contains(b))
+                    .cloned()
+                    .collect()
+            }
+        };
+        if queues.len() == entry.queues.len() {
+            return;
+        }
+        info!(topic, cluster, "delete topic");
+        let key = self.topic_key(topic);
+        self.set_topic(key, (!queues.is_empty()).then(|| TopicEntry::new(queues)));
+    }
+
+    /// Clears the write bit of every queue of `broker_name`; returns how many topics have one.
+    /// Java: `RouteInfoManager#wipeWritePermOfBrokerByLock`
+    pub fn wipe_write_perm(&mut self, broker_name: &str) -> i32 {
+        self.operate_write_perm(broker_name, |p| p & !perm::WRITE)
+    }
+
+    /// Sets every queue of `broker_name` to read+write (exactly 6: other bits are lost, like
+    /// Java); returns how many topics have one.
+    /// Java: `RouteInfoManager#addWritePermOfBrokerByLock`
+    pub fn add_write_perm(&mut self, broker_name: &str) -> i32 {
+        self.operate_write_perm(broker_name, |_| perm::READ | perm::WRITE)
+    }
+
+    /// Java: `RouteInfoManager#operateWritePermOfBroker`
+    fn operate_write_perm(&mut self, broker_name: &str, op: impl Fn(i32) -> i32) -> i32 {
+        let mut count: i32 = 0;
+        let mut changes: Vec<(Arc<str>, TopicEntry)> = Vec::new();
+        for (topic, entry) in self.topics.iter() {
+            let Some(spec) = entry.queue(broker_name) else {
+                continue;
+            };
+            count = count.saturating_add(1);
+            let new_perm = op(spec.perm);
+            if new_perm != spec.perm {
+                let broker = entry
+                    .queues
+                    .iter()
+                    .find(|(b, _)| &**b == broker_name)
+                    .map(|(b, _)| b.clone());
+                if let Some(broker) = broker {
+                    let mut spec = *spec;
+                    spec.perm = new_perm;
+                    changes.push((topic.clone(), entry.with_queue(&broker, spec)));
+                }
+            }
+        }
+        for (topic, entry) in changes {
+            self.set_topic(topic, Some(entry));
+        }
+        count
+    }
+}

@@ -1,0 +1,148 @@
+//! The server's shared state: config, route tables, KV store, the unregistration queue and the
+//! TLS context. One `Arc<State>` is shared by every connection and background task.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use remoting::SerializeType;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+use crate::config::SharedConfig;
+use crate::kv::KvStore;
+use crate::route::{ConnId, Routes, UnregisterRequest};
+use crate::transport::{self, BoxedStream, TlsContext, TransportError};
+
+/// How long a client may take for its PROXY preface and TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One accepted connection, as handlers see it.
+#[derive(Debug, Clone)]
+pub struct ConnCtx {
+    /// The connection's identity, recorded with broker registrations (liveness fencing).
+    pub id: ConnId,
+    /// The client's address (from a PROXY preface when there was one).
+    pub peer: SocketAddr,
+}
+
+/// Everything the handlers and background tasks share.
+pub struct State {
+    pub config: Arc<SharedConfig>,
+    pub routes: Routes,
+    pub kv: Arc<KvStore>,
+    pub tls: Arc<TlsContext>,
+    unregister_tx: mpsc::Sender<UnregisterRequest>,
+    unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<UnregisterRequest>>>,
+    started: Instant,
+    shutting_down: AtomicBool,
+    next_conn: AtomicU64,
+    serialize_type: SerializeType,
+}
+
+impl State {
+    /// Builds the state from a validated config, an already loaded KV store and a TLS context.
+    pub fn new(config: Arc<SharedConfig>, kv: KvStore, tls: TlsContext) -> Self {
+        let snapshot = config.snapshot();
+        let capacity = usize::try_from(snapshot.un_register_broker_queue_capacity)
+            .unwrap_or(1)
+            .max(1);
+        let (unregister_tx, unregister_rx) = mpsc::channel(capacity);
+        Self {
+            serialize_type: snapshot.effective_serialize_type(),
+            config,
+            routes: Routes::new(),
+            kv: Arc::new(kv),
+            tls: Arc::new(tls),
+            unregister_tx,
+            unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
+            started: Instant::now(),
+            shutting_down: AtomicBool::new(false),
+            next_conn: AtomicU64::new(1),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch: the clock the route tables' liveness uses.
+    pub fn now_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+
+    /// Time since the server state was built (Java: since the route processor was created).
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The header serialization of every response (Java `rocketmq.serialize.type`, default JSON).
+    pub fn serialize_type(&self) -> SerializeType {
+        self.serialize_type
+    }
+
+    pub(crate) fn next_conn_id(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// True once shutdown has begun (new clients then get GO_AWAY).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_shutting_down(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+    }
+
+    /// `serverChannelMaxIdleTimeSeconds` as a duration (at least one second).
+    pub fn idle_timeout(&self) -> Duration {
+        let secs = self.config.load().server_channel_max_idle_time_seconds;
+        Duration::from_secs(u64::try_from(secs).unwrap_or(120).max(1))
+    }
+
+    /// `Some(shutdownWaitTimeSeconds)` when `enableShutdownGracefully` is on.
+    pub fn graceful_shutdown_window(&self) -> Option<Duration> {
+        let config = self.config.load();
+        config.enable_shutdown_gracefully.then(|| {
+            Duration::from_secs(u64::try_from(config.shutdown_wait_time_seconds).unwrap_or(0))
+        })
+    }
+
+    /// Queues an unregistration for the batch task. `false` when the queue is full.
+    /// Java: `RouteInfoManager#submitUnRegisterBrokerRequest`
+    pub fn submit_unregister(&self, request: UnregisterRequest) -> bool {
+        match self.unregister_tx.try_send(request) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(r)) => {
+                warn!(broker = %r.broker_addr, "unregistration queue full");
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// The receiving end of the unregistration queue, taken once by the batch task.
+    pub(crate) fn take_unregister_rx(&self) -> Option<mpsc::Receiver<UnregisterRequest>> {
+        self.unregister_rx.lock().map_or(None, |mut rx| rx.take())
+    }
+
+    /// A connection ended: every broker registered over it is unregistered (fenced, so a
+    /// registration made since on another connection survives).
+    /// Java: `BrokerHousekeepingService#onChannelClose`
+    pub(crate) fn connection_closed(&self, id: ConnId) {
+        for request in self.routes.on_connection_closed(id) {
+            debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
+            self.submit_unregister(request);
+        }
+    }
+
+    /// PROXY preface and TLS detection for a new connection.
+    pub(crate) async fn negotiate(
+        &self,
+        tcp: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<(BoxedStream, SocketAddr), TransportError> {
+        let negotiated = transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await?;
+        Ok((negotiated.stream, negotiated.peer))
+    }
+}

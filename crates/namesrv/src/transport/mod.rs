@@ -1,0 +1,201 @@
+//! Connection transport: optional PROXY preface, then TLS-or-plaintext on the same port, with
+//! certificate hot reload. Turns an accepted `TcpStream` into a byte stream for the frame codec.
+//!
+//! Architecture invariant: nothing here knows about frames or `RemotingCommand`s; the layers end
+//! at the first RocketMQ byte, which is replayed untouched to the caller.
+
+pub mod proxy;
+mod reload;
+mod rewind;
+mod settings;
+mod tls;
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::TcpStream;
+
+pub use proxy::{ProxyError, ProxyHeader};
+pub use reload::{spawn_reloader, spawn_reloader_every, DEFAULT_INTERVAL};
+pub use rewind::Rewind;
+pub use settings::{
+    ClientAuth, TlsMode, TlsSettings, DEFAULT_CONFIG_FILE, KEY_CERT_PATH, KEY_CLIENT_AUTH,
+    KEY_CONFIG_FILE, KEY_KEY_PASSWORD, KEY_KEY_PATH, KEY_MODE, KEY_TEST_MODE, KEY_TRUST_CERT_PATH,
+};
+pub use tls::{TlsContext, TlsError};
+
+/// The first byte of a TLS record carrying a handshake message (the ClientHello).
+pub const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// A bidirectional byte stream the connection handler can own and move across tasks.
+pub trait AsyncStream: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + ?Sized> AsyncStream for T {}
+
+/// A type-erased connection stream: plain TCP, TCP with replayed bytes, or TLS over either.
+pub type BoxedStream = Pin<Box<dyn AsyncStream>>;
+
+/// A connection ready for RocketMQ frames.
+pub struct Negotiated {
+    /// The stream; its first byte is the first byte of the first frame.
+    pub stream: BoxedStream,
+    /// The client address: the PROXY source when a preface carried one, else the TCP peer.
+    pub peer: SocketAddr,
+    /// Whether the stream is TLS.
+    pub tls: bool,
+}
+
+impl std::fmt::Debug for Negotiated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Negotiated")
+            .field("peer", &self.peer)
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// Why a connection was refused during set-up. The caller drops (closes) the connection; Java
+/// closes without a reply in every one of these cases.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The peer closed before sending a complete preface or any data.
+    #[error("connection closed before any request")]
+    Closed,
+    /// The PROXY preface and TLS handshake did not finish in time.
+    #[error("connection set-up not finished within {0:?}")]
+    Timeout(Duration),
+    /// A malformed PROXY header.
+    #[error("malformed PROXY header: {0}")]
+    Proxy(#[from] ProxyError),
+    /// A TLS ClientHello while `tls.server.mode` is `disabled`.
+    #[error("TLS connection refused: tls.server.mode is disabled")]
+    TlsDisabled,
+    /// Plaintext while `tls.server.mode` is `enforcing`.
+    #[error("plaintext connection refused: tls.server.mode is enforcing")]
+    PlaintextRefused,
+    /// A TLS ClientHello but no TLS configuration could be built.
+    #[error("TLS connection refused: no TLS context is loaded")]
+    NoTlsContext,
+    /// The TLS handshake failed (bad ClientHello, missing or untrusted client certificate, …).
+    #[error("TLS handshake failed: {0}")]
+    Handshake(#[source] io::Error),
+    /// A socket error while reading the preface.
+    #[error("I/O error during connection set-up: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Sets up an accepted connection: an optional PROXY v1/v2 preface, then TLS when the first data
+/// byte is `0x16` (refused when the mode is `disabled`), else plaintext (refused when `enforcing`).
+///
+/// Bytes read while detecting are replayed to the returned stream. The whole set-up is bounded by
+/// `handshake_timeout`. Without a PROXY preface the socket is only peeked, never copied.
+/// Java: `NettyRemotingServer.HandshakeHandler#decode`, `TlsModeHandler#channelRead0`
+pub async fn negotiate(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    tls: &TlsContext,
+    handshake_timeout: Duration,
+) -> Result<Negotiated, TransportError> {
+    tokio::time::timeout(handshake_timeout, negotiate_untimed(tcp, peer, tls))
+        .await
+        .unwrap_or(Err(TransportError::Timeout(handshake_timeout)))
+}
+
+async fn negotiate_untimed(
+    mut tcp: TcpStream,
+    mut peer: SocketAddr,
+    tls: &TlsContext,
+) -> Result<Negotiated, TransportError> {
+    let first = peek_byte(&tcp).await?;
+    let mut replay = Bytes::new();
+    let first = match proxy::decode(&[first])? {
+        proxy::Decoded::NotProxy => first,
+        _ => {
+            let (header, rest) = read_proxy(&mut tcp).await?;
+            if let Some(source) = header.and_then(|h| h.source) {
+                tracing::debug!(tcp_peer = %peer, %source, "PROXY preface");
+                peer = source;
+            }
+            replay = rest;
+            match replay.first() {
+                Some(&b) => b,
+                None => peek_byte(&tcp).await?,
+            }
+        }
+    };
+
+    if first == TLS_HANDSHAKE_RECORD {
+        if tls.mode() == TlsMode::Disabled {
+            return Err(TransportError::TlsDisabled);
+        }
+        let acceptor = tls.acceptor().ok_or(TransportError::NoTlsContext)?;
+        let stream: BoxedStream = if replay.is_empty() {
+            Box::pin(
+                acceptor
+                    .accept(tcp)
+                    .await
+                    .map_err(TransportError::Handshake)?,
+            )
+        } else {
+            let io = Rewind::new(replay, tcp);
+            Box::pin(
+                acceptor
+                    .accept(io)
+                    .await
+                    .map_err(TransportError::Handshake)?,
+            )
+        };
+        return Ok(Negotiated {
+            stream,
+            peer,
+            tls: true,
+        });
+    }
+    if tls.mode() == TlsMode::Enforcing {
+        return Err(TransportError::PlaintextRefused);
+    }
+    let stream: BoxedStream = if replay.is_empty() {
+        Box::pin(tcp)
+    } else {
+        Box::pin(Rewind::new(replay, tcp))
+    };
+    Ok(Negotiated {
+        stream,
+        peer,
+        tls: false,
+    })
+}
+
+/// Waits for the first unread byte without consuming it.
+async fn peek_byte(tcp: &TcpStream) -> Result<u8, TransportError> {
+    let mut byte = [0u8; 1];
+    if tcp.peek(&mut byte).await? == 0 {
+        return Err(TransportError::Closed);
+    }
+    Ok(byte[0])
+}
+
+/// Reads until the PROXY preface is decoded (or ruled out); returns it and the bytes read past it.
+async fn read_proxy(tcp: &mut TcpStream) -> Result<(Option<ProxyHeader>, Bytes), TransportError> {
+    let mut buf = BytesMut::with_capacity(256);
+    loop {
+        if buf.len() == buf.capacity() {
+            buf.reserve(4096);
+        }
+        if tcp.read_buf(&mut buf).await? == 0 {
+            return Err(TransportError::Closed);
+        }
+        match proxy::decode(&buf)? {
+            proxy::Decoded::Incomplete => {}
+            proxy::Decoded::NotProxy => return Ok((None, buf.freeze())),
+            proxy::Decoded::Header { header, len } => {
+                let rest = buf.split_off(len);
+                return Ok((Some(header), rest.freeze()));
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The command header in its two serializations: fastjson-compatible JSON (type 0) and the
+//! ROCKETMQ binary layout (type 1). Header bytes only: framing lives in `frame.rs`, the body is
+//! never part of a header.
+
+pub mod binary;
+pub mod json;
+
+use bytes::BufMut;
+
+use crate::command::{RemotingCommand, SerializeType};
+use crate::fastjson::LenientJsonError;
+
+/// Why a header could not be decoded or encoded.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// The JSON header is empty, `null`, not an object, not JSON, has trailing garbage, or has a
+    /// field of an impossible type.
+    #[error("bad JSON header: {0}")]
+    Json(#[from] LenientJsonError),
+    /// A binary header field runs past the end of the header (or of the ext block).
+    #[error("binary header truncated: {field} needs {need} bytes, {left} left")]
+    Truncated { field: &'static str, need: usize, left: usize },
+    /// A binary header length field is negative.
+    #[error("binary header {field} length is negative: {len}")]
+    NegativeLength { field: &'static str, len: i32 },
+    /// An ext key longer than the int16 length field of the binary layout.
+    #[error("ext key of {0} bytes is too long for a binary header (max 32767)")]
+    KeyTooLong(usize),
+    /// A remark or ext value longer than an int32 length field.
+    #[error("{field} of {len} bytes is too long for a binary header")]
+    ValueTooLong { field: &'static str, len: usize },
+}
+
+/// Decodes a header of the given serialization from exactly these bytes. The returned command has
+/// no body and `serialize_type = ty`. Java: `RemotingCommand#headerDecode`
+pub fn decode(bytes: &[u8], ty: SerializeType) -> Result<RemotingCommand, HeaderError> {
+    let mut cmd = match ty {
+        SerializeType::Json => json::decode(bytes)?,
+        SerializeType::RocketMq => binary::decode(bytes)?,
+    };
+    cmd.serialize_type = ty;
+    Ok(cmd)
+}
+
+/// Appends the header of `cmd` in its own `serialize_type`. Java: `RemotingCommand#headerEncode`
+pub fn encode<B: BufMut + ?Sized>(cmd: &RemotingCommand, out: &mut B) -> Result<(), HeaderError> {
+    match cmd.serialize_type {
+        SerializeType::Json => {
+            json::encode(cmd, out);
+            Ok(())
+        }
+        SerializeType::RocketMq => binary::encode(cmd, out),
+    }
+}

@@ -1,0 +1,518 @@
+"""The world the scenarios run in: fetched artifacts, nameservers, brokers and tool wrappers.
+
+Artifacts are fetched with package managers at test time and cached under interop/.cache/:
+Maven Central (org.apache.rocketmq jars, via interop/java/pom.xml), the Go module proxy
+(rocketmq-client-go, via interop/go/go.mod) and cargo (our nameserver).
+"""
+
+import os
+import shutil
+import threading
+import time
+
+from . import remoting as rm
+from .procs import free_port_block, port_open, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+IDIR = os.path.dirname(HERE)
+ROOT = os.path.dirname(IDIR)
+CACHE = os.path.join(IDIR, ".cache")
+
+V5 = os.environ.get("RMQ5_VERSION", "5.3.3")
+V4 = os.environ.get("RMQ4_VERSION", "4.9.3")
+GEN_VERSION = {"5": V5, "4": V4}
+
+CLUSTER = "DefaultCluster"
+LEGACY_CLUSTER = "LegacyCluster"
+
+
+class SetupError(Exception):
+    """An artifact could not be fetched or built, or a process did not come up."""
+
+
+def java_bin():
+    if os.environ.get("INTEROP_JAVA"):
+        return os.environ["INTEROP_JAVA"]
+    for p in ("/usr/lib/jvm/java-17-openjdk-amd64/bin/java",):
+        if os.path.exists(p):
+            return p
+    return "java"
+
+
+def javac_bin():
+    j = java_bin()
+    if j.endswith("/java"):
+        c = j[:-len("java")] + "javac"
+        if os.path.exists(c):
+            return c
+    return "javac"
+
+
+class Artifacts:
+    """Fetches and builds everything the scenarios run; each item once per run, thread-safe."""
+
+    def __init__(self, procs, say):
+        self.procs = procs
+        self.say = say
+        self.lock = threading.Lock()
+        self.done = {}
+
+    def _once(self, key, fn):
+        with self.lock:
+            if key in self.done:
+                v = self.done[key]
+                if isinstance(v, Exception):
+                    raise v
+                return v
+            try:
+                v = fn()
+            except Exception as e:  # noqa: BLE001 - remembered and re-raised to every caller
+                self.done[key] = e
+                raise
+            self.done[key] = v
+            return v
+
+    def libdir(self, gen):
+        ver = GEN_VERSION[gen]
+
+        def fetch():
+            d = os.path.join(CACHE, "lib-" + ver)
+            marker = os.path.join(d, ".complete")
+            if os.path.exists(marker):
+                return d
+            self.say("fetching org.apache.rocketmq %s jars from Maven Central ..." % ver)
+            shutil.rmtree(d, ignore_errors=True)
+            argv = ["mvn", "-B", "-q", "-f", os.path.join(IDIR, "java", "pom.xml"),
+                    "-Dmaven.repo.local=" + os.path.join(CACHE, "m2"), "-Drmq.version=" + ver,
+                    "dependency:copy-dependencies", "-DoutputDirectory=" + d]
+            rc, out, secs = self.procs.run("mvn-" + ver, argv, timeout=1200)
+            if rc != 0:
+                raise SetupError("mvn failed for %s (rc=%s):\n%s" % (ver, rc, out[-3000:]))
+            open(marker, "w").close()
+            self.say("  jars %s ready (%.0fs)" % (ver, secs))
+            return d
+
+        return self._once("lib" + gen, fetch)
+
+    def classes(self, gen):
+        ver = GEN_VERSION[gen]
+
+        def build():
+            lib = self.libdir(gen)
+            src = os.path.join(IDIR, "java", "src", "InteropClient.java")
+            out = os.path.join(CACHE, "classes-" + ver)
+            cls = os.path.join(out, "InteropClient.class")
+            if os.path.exists(cls) and os.path.getmtime(cls) >= os.path.getmtime(src):
+                return out
+            os.makedirs(out, exist_ok=True)
+            rc, text, _ = self.procs.run("javac-" + ver, [javac_bin(), "-nowarn", "-d", out,
+                                                           "-cp", lib + "/*", src], timeout=300)
+            if rc != 0:
+                raise SetupError("javac failed against %s:\n%s" % (ver, text[-3000:]))
+            return out
+
+        return self._once("classes" + gen, build)
+
+    def go_client(self):
+        def build():
+            out = os.path.join(CACHE, "bin", "goclient")
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            env = go_env()
+            rc, text, secs = self.procs.run("go-build", ["go", "build", "-o", out, "."],
+                                            timeout=900, env=env, cwd=os.path.join(IDIR, "go"))
+            if rc != 0:
+                raise SetupError("go build failed:\n%s" % text[-3000:])
+            return out
+
+        return self._once("go", build)
+
+    def rust_namesrv(self):
+        def build():
+            if os.environ.get("NAMESRV_BIN"):
+                b = os.environ["NAMESRV_BIN"]
+                if not os.path.isabs(b):
+                    b = os.path.join(ROOT, b)
+                if not os.path.exists(b):
+                    raise SetupError("NAMESRV_BIN=%s does not exist" % b)
+                return b
+            target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+            if not os.path.isabs(target):
+                target = os.path.join(ROOT, target)
+            self.say("building the nameserver under test: cargo build --release -p namesrv ...")
+            rc, text, secs = self.procs.run("cargo-build", ["cargo", "build", "--release", "-p", "namesrv"],
+                                            timeout=2400, cwd=ROOT)
+            if rc != 0:
+                raise SetupError("cargo build --release -p namesrv failed (rc=%s):\n%s" % (rc, text[-4000:]))
+            b = os.path.join(target, "release", "mqnamesrv")
+            if not os.path.exists(b):
+                raise SetupError("cargo build succeeded but %s is missing" % b)
+            self.say("  %s ready (%.0fs)" % (b, secs))
+            return b
+
+        return self._once("rust", build)
+
+
+def go_env():
+    return {"GOMODCACHE": os.path.join(CACHE, "gomod"), "GOCACHE": os.path.join(CACHE, "gocache"),
+            "GOFLAGS": "-modcacherw", "GOTOOLCHAIN": "local"}
+
+
+SHADED_LOGBACK = """<configuration>
+  <appender name="FILE" class="org.apache.rocketmq.logging.ch.qos.logback.core.FileAppender">
+    <file>${user.home}/rocketmq.log</file>
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5p [%t] %c{0} - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+PLAIN_LOGBACK = SHADED_LOGBACK.replace("org.apache.rocketmq.logging.ch.qos.logback", "ch.qos.logback")
+
+
+class Namesrv:
+    """One nameserver process: the SUT (rust or java) or the Java reference."""
+
+    def __init__(self, env, key, impl):
+        self.env = env
+        self.key = key
+        self.impl = impl
+        self.port = free_port_block((0,))
+        self.addr = "127.0.0.1:%d" % self.port
+        self.dir = os.path.join(env.rundir, "ns-" + key)
+        os.makedirs(self.dir, exist_ok=True)
+        self.conf = os.path.join(self.dir, "namesrv.properties")
+        with open(self.conf, "w") as f:
+            f.write("listenPort=%d\n" % self.port)
+            f.write("kvConfigPath=%s\n" % os.path.join(self.dir, "kvConfig.json"))
+        self.proc = None
+        self.starts = 0
+
+    def alive(self):
+        return self.proc is not None and self.proc.alive()
+
+    def start(self):
+        self.starts += 1
+        name = "namesrv-%s-%s" % (self.key, self.impl)
+        env = {"ROCKETMQ_HOME": self.env.rmq_home}
+        if self.impl == "rust":
+            argv = [self.env.artifacts.rust_namesrv(), "-c", self.conf]
+            env["RUST_LOG"] = os.environ.get("RUST_LOG", "info")
+        else:
+            lib = self.env.artifacts.libdir("5")
+            argv = [java_bin(), "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-Duser.home=" + self.dir,
+                    "-Drmq.logback.configurationFile=" + self.env.shaded_logback,
+                    "-cp", lib + "/*", "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", self.conf]
+        self.proc = self.env.procs.start(name, argv, env=env, cwd=self.dir)
+
+    def wait_ready(self, timeout=60):
+        def ready():
+            if not self.proc.alive():
+                raise SetupError("nameserver %s exited (rc=%s):\n%s" % (
+                    self.key, self.proc.popen.returncode, self.proc.log_tail()))
+            if not port_open(self.addr):
+                return False
+            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2)
+            return r.code == 0
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if ready():
+                    return
+            except SetupError:
+                raise
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            time.sleep(0.2)
+        raise SetupError("nameserver %s (%s) not serving on %s after %ds:\n%s" % (
+            self.key, self.impl, self.addr, timeout, self.proc.log_tail()))
+
+    def kill(self):
+        if self.proc:
+            self.env.procs.kill(self.proc)
+
+
+class Broker:
+    """One broker process (5.x or 4.9.x)."""
+
+    def __init__(self, env, key, gen, cluster, name, broker_id):
+        self.env = env
+        self.key = key
+        self.gen = gen
+        self.cluster = cluster
+        self.name = name
+        self.broker_id = broker_id
+        # listenPort-2 = fast/VIP channel, listenPort+1 = HA.
+        self.port = free_port_block((-2, -1, 0, 1))
+        self.addr = "127.0.0.1:%d" % self.port
+        self.dir = os.path.join(env.rundir, "broker-" + key)
+        self.proc = None
+        self.starts = 0
+
+    def alive(self):
+        return self.proc is not None and self.proc.alive()
+
+    def write_conf(self, namesrv_addr):
+        store = os.path.join(self.dir, "store")
+        os.makedirs(store, exist_ok=True)
+        lines = {
+            "brokerClusterName": self.cluster,
+            "brokerName": self.name,
+            "brokerId": self.broker_id,
+            "brokerIP1": "127.0.0.1",
+            "brokerIP2": "127.0.0.1",
+            "listenPort": self.port,
+            "namesrvAddr": namesrv_addr,
+            "storePathRootDir": store,
+            "storePathCommitLog": os.path.join(store, "commitlog"),
+            "mappedFileSizeCommitLog": 64 * 1024 * 1024,
+            "mappedFileSizeConsumeQueue": 60000,
+            "maxHashSlotNum": 10000,
+            "maxIndexNum": 40000,
+            "timerWheelEnable": "false",
+            "brokerRole": "SLAVE" if self.broker_id else "ASYNC_MASTER",
+            "flushDiskType": "ASYNC_FLUSH",
+            # Lowered from the default 30000 ms so that re-registration (scenario 5) takes <= ~10 s.
+            "registerNameServerPeriod": 10000,
+            # Topics exist only where the scenarios create them.
+            "autoCreateTopicEnable": "false",
+            "diskMaxUsedSpaceRatio": 95,
+        }
+        conf = os.path.join(self.dir, "broker.conf")
+        with open(conf, "w") as f:
+            for k, v in lines.items():
+                f.write("%s=%s\n" % (k, v))
+        return conf
+
+    def start(self, namesrv_addr):
+        self.starts += 1
+        conf = self.write_conf(namesrv_addr)
+        lib = self.env.artifacts.libdir(self.gen)
+        argv = [java_bin(), "-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m",
+                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+                "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+                "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+                "-Duser.home=" + self.dir,
+                "-Drmq.logback.configurationFile=" + self.env.shaded_logback,
+                "-cp", lib + "/*", "org.apache.rocketmq.broker.BrokerStartup", "-c", conf]
+        self.proc = self.env.procs.start("broker-%s-%s" % (self.key, GEN_VERSION[self.gen]), argv,
+                                         env={"ROCKETMQ_HOME": self.env.rmq_home}, cwd=self.dir)
+
+    def wait_boot(self, timeout=90):
+        def booted():
+            if not self.proc.alive():
+                raise SetupError("broker %s exited (rc=%s):\n%s" % (
+                    self.key, self.proc.popen.returncode, self.proc.log_tail()))
+            return "boot success" in self.proc.log_text()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if booted():
+                return
+            time.sleep(0.3)
+        raise SetupError("broker %s did not boot in %ds:\n%s" % (self.key, timeout, self.proc.log_tail()))
+
+    def kill(self):
+        if self.proc:
+            self.env.procs.kill(self.proc)
+
+
+class Env:
+    """Nameservers, brokers and tools shared by the scenarios of one run."""
+
+    def __init__(self, impl, rundir, procs, artifacts, say, with_ref):
+        self.impl = impl
+        self.rundir = rundir
+        self.procs = procs
+        self.artifacts = artifacts
+        self.say = say
+        self.rmq_home = os.path.join(rundir, "rmqhome")
+        conf = os.path.join(self.rmq_home, "conf")
+        os.makedirs(conf, exist_ok=True)
+        self.shaded_logback = os.path.join(conf, "rmq.logback.xml")
+        with open(self.shaded_logback, "w") as f:
+            f.write(SHADED_LOGBACK)
+        for n in ("logback_broker.xml", "logback_tools.xml", "logback_namesrv.xml"):
+            with open(os.path.join(conf, n), "w") as f:
+                f.write(PLAIN_LOGBACK)
+        self.plain_logback = os.path.join(conf, "logback_tools.xml")
+        self.tools_home = os.path.join(rundir, "tools-home")
+        os.makedirs(self.tools_home, exist_ok=True)
+
+        self.namesrvs = {"sut1": Namesrv(self, "sut1", impl), "sut2": Namesrv(self, "sut2", impl)}
+        if with_ref:
+            self.namesrvs["ref"] = Namesrv(self, "ref", "java")
+        self.brokers = {
+            "a": Broker(self, "a", "5", CLUSTER, "broker-a", 0),
+            "a_s": Broker(self, "a_s", "5", CLUSTER, "broker-a", 1),
+            "b": Broker(self, "b", "5", CLUSTER, "broker-b", 0),
+            "legacy": Broker(self, "legacy", "4", LEGACY_CLUSTER, "broker-legacy", 0),
+        }
+        self.lock = threading.Lock()
+
+    # ---- addresses -------------------------------------------------------------------------
+
+    @property
+    def sut1(self):
+        return self.namesrvs["sut1"].addr
+
+    @property
+    def sut2(self):
+        return self.namesrvs["sut2"].addr
+
+    @property
+    def ref(self):
+        return self.namesrvs["ref"].addr if "ref" in self.namesrvs else None
+
+    def broker_ns_list(self):
+        return ";".join(n.addr for n in self.namesrvs.values())
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def _parallel(self, fns):
+        errors = []
+
+        def wrap(fn):
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - collected and re-raised below
+                errors.append(e)
+        threads = [threading.Thread(target=wrap, args=(fn,)) for fn in fns]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    def ensure_namesrvs(self):
+        todo = [n for n in self.namesrvs.values() if not n.alive()]
+        if not todo:
+            return
+        # Build/fetch once before starting in parallel.
+        if any(n.impl == "rust" for n in todo):
+            self.artifacts.rust_namesrv()
+        if any(n.impl == "java" for n in todo):
+            self.artifacts.libdir("5")
+        t0 = time.time()
+        for n in todo:
+            n.start()
+        self._parallel([lambda n=n: n.wait_ready(90 if n.impl == "java" else 30) for n in todo])
+        self.say("  nameservers up in %.1fs: %s" % (time.time() - t0, ", ".join(
+            "%s=%s(%s)" % (n.key, n.addr, n.impl) for n in todo)))
+
+    def ensure(self, *keys):
+        """Start the named brokers (and every nameserver) unless already running."""
+        self.ensure_namesrvs()
+        todo = [self.brokers[k] for k in keys if not self.brokers[k].alive()]
+        if not todo:
+            return
+        for gen in sorted({b.gen for b in todo}):
+            self.artifacts.libdir(gen)
+        t0 = time.time()
+        for b in todo:
+            b.start(self.broker_ns_list())
+        self._parallel([lambda b=b: b.wait_boot(120) for b in todo])
+        # Registered with every live nameserver?
+        for b in todo:
+            for n in self.namesrvs.values():
+                if not n.alive():
+                    continue
+                ok = wait_until(lambda: b.addr in broker_addrs(cluster_info(n.addr), b.name, b.broker_id), 30, 0.3)
+                if not ok:
+                    raise SetupError("broker %s (%s) not registered on %s (%s) after 30s" % (
+                        b.key, b.addr, n.key, n.addr))
+        self.say("  brokers up and registered in %.1fs: %s" % (time.time() - t0, ", ".join(
+            "%s[%s id=%d %s %s]" % (b.key, b.name, b.broker_id, b.addr, GEN_VERSION[b.gen]) for b in todo)))
+
+    # ---- tools -----------------------------------------------------------------------------
+
+    def client_jvm_opts(self, gen, tls=False):
+        opts = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Duser.home=" + self.tools_home,
+                "-Drmq.logback.configurationFile=" + self.shaded_logback,
+                "-Dlogback.configurationFile=" + self.plain_logback,
+                "-Drocketmq.client.logUseSlf4j=false"]
+        if tls:
+            # Hook for issue #7 (Java client over TLS): not implemented yet.
+            opts += ["-Dtls.enable=true", "-Dtls.test.mode.enable=true"]
+        return opts
+
+    def mqadmin(self, args, ns=None, gen="5", timeout=90):
+        """Run `mqadmin <args> -n <ns>`; returns (rc, output)."""
+        lib = self.artifacts.libdir(gen)
+        argv = [java_bin()] + self.client_jvm_opts(gen) + [
+            "-cp", lib + "/*", "org.apache.rocketmq.tools.command.MQAdminStartup"] + list(args) + [
+            "-n", ns or self.sut1]
+        rc, out, _ = self.procs.run("mqadmin-%s-%s" % (GEN_VERSION[gen], args[0]), argv, timeout,
+                                    env={"ROCKETMQ_HOME": self.rmq_home})
+        return rc, out
+
+    def jclient_argv(self, gen, mode, **kw):
+        lib = self.artifacts.libdir(gen)
+        cls = self.artifacts.classes(gen)
+        return [java_bin()] + self.client_jvm_opts(gen) + [
+            "-cp", cls + ":" + lib + "/*", "InteropClient", mode] + ["%s=%s" % kv for kv in kw.items()]
+
+    def jclient(self, gen, mode, timeout=120, **kw):
+        rc, out, _ = self.procs.run("jclient-%s-%s" % (GEN_VERSION[gen], mode), self.jclient_argv(gen, mode, **kw),
+                                    timeout, env={"ROCKETMQ_HOME": self.rmq_home})
+        return rc, out
+
+    def jclient_start(self, gen, mode, **kw):
+        return self.procs.start("jclient-%s-%s" % (GEN_VERSION[gen], mode), self.jclient_argv(gen, mode, **kw),
+                                env={"ROCKETMQ_HOME": self.rmq_home})
+
+    def goclient(self, mode, timeout=120, **kw):
+        b = self.artifacts.go_client()
+        argv = [b, mode] + ["-%s=%s" % kv for kv in kw.items()]
+        rc, out, _ = self.procs.run("goclient-" + mode, argv, timeout, env={"HOME": self.tools_home})
+        return rc, out
+
+
+# ---- small query helpers used by several scenarios --------------------------------------------
+
+def cluster_info(addr):
+    r = rm.call(addr, rm.GET_BROKER_CLUSTER_INFO, timeout=3)
+    if r.code != 0 or r.body is None:
+        return None
+    return r.body_json()
+
+
+def broker_addrs(ci, broker_name, broker_id=None):
+    """Addresses of broker_name in a ClusterInfo (all ids, or only broker_id)."""
+    if not ci:
+        return []
+    bd = (ci.get("brokerAddrTable") or {}).get(broker_name)
+    if not bd:
+        return []
+    addrs = bd.get("brokerAddrs") or {}
+    if broker_id is None:
+        return list(addrs.values())
+    a = addrs.get(str(broker_id))
+    return [a] if a else []
+
+
+def route(addr, topic, version=rm.V5_3_3):
+    """TopicRouteData as a dict, or None when the topic is unknown / on error."""
+    try:
+        r = rm.call(addr, rm.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=version, timeout=3)
+    except Exception:  # noqa: BLE001
+        return None
+    if r.code != 0 or r.body is None:
+        return None
+    return r.body_json()
+
+
+def route_brokers(rt):
+    """{brokerName: {id(str): addr}} of a route."""
+    if not rt:
+        return {}
+    return {bd["brokerName"]: dict(bd.get("brokerAddrs") or {}) for bd in rt.get("brokerDatas") or []}
+
+
+def route_queues(rt):
+    """{brokerName: QueueData} of a route."""
+    if not rt:
+        return {}
+    return {q["brokerName"]: q for q in rt.get("queueDatas") or []}

@@ -1,0 +1,186 @@
+// Test client for the interop suite: a producer, a push consumer and a continuous producer,
+// written against the public API shared by rocketmq-client 4.9.x and 5.x so that the same
+// source is compiled (at test time) against either generation's jars.
+//
+// Usage: java InteropClient <mode> key=value...
+//   produce       ns=ADDR topic=T count=N prefix=P [timeoutMs=3000]
+//   consume       ns=ADDR topic=T group=G count=N prefix=P [timeoutSec=60]
+//   produce-loop  ns=ADDR topic=T durationMs=D [intervalMs=20] [timeoutMs=1000] [pollMs=30000]
+// Every mode prints machine-readable lines starting with "RESULT " or "SEND ".
+
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+
+public class InteropClient {
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            System.err.println("usage: InteropClient produce|consume|produce-loop key=value...");
+            System.exit(2);
+        }
+        Map<String, String> opt = new HashMap<>();
+        for (int i = 1; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq > 0) {
+                opt.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+            }
+        }
+        int rc;
+        switch (args[0]) {
+            case "produce":
+                rc = produce(opt);
+                break;
+            case "consume":
+                rc = consume(opt);
+                break;
+            case "produce-loop":
+                rc = produceLoop(opt);
+                break;
+            default:
+                System.err.println("unknown mode " + args[0]);
+                rc = 2;
+        }
+        System.out.flush();
+        // Client threads are not all daemons in every version: exit explicitly.
+        System.exit(rc);
+    }
+
+    private static String need(Map<String, String> opt, String key) {
+        String v = opt.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing " + key + "=");
+        }
+        return v;
+    }
+
+    private static DefaultMQProducer newProducer(Map<String, String> opt, String group) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer(group);
+        p.setNamesrvAddr(need(opt, "ns"));
+        p.setInstanceName(group + "-" + ProcessHandle.current().pid());
+        p.setVipChannelEnabled(false);
+        p.setSendMsgTimeout(Integer.parseInt(opt.getOrDefault("timeoutMs", "3000")));
+        p.setRetryTimesWhenSendFailed(2);
+        p.setPollNameServerInterval(Integer.parseInt(opt.getOrDefault("pollMs", "30000")));
+        p.start();
+        return p;
+    }
+
+    private static int produce(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        int count = Integer.parseInt(need(opt, "count"));
+        String prefix = need(opt, "prefix");
+        DefaultMQProducer p = newProducer(opt, "interop_producer");
+        int ok = 0;
+        int failed = 0;
+        Map<String, Integer> perBroker = new TreeMap<>();
+        String lastError = "";
+        long t0 = System.currentTimeMillis();
+        for (int i = 0; i < count; i++) {
+            Message m = new Message(topic, "TagA", prefix + "-" + i,
+                (prefix + "-" + i).getBytes(StandardCharsets.UTF_8));
+            try {
+                SendResult r = p.send(m);
+                if (r.getSendStatus() == SendStatus.SEND_OK) {
+                    ok++;
+                    perBroker.merge(r.getMessageQueue().getBrokerName(), 1, Integer::sum);
+                } else {
+                    failed++;
+                    lastError = String.valueOf(r.getSendStatus());
+                }
+            } catch (Exception e) {
+                failed++;
+                lastError = e.toString().replace('\n', ' ');
+            }
+        }
+        long ms = System.currentTimeMillis() - t0;
+        p.shutdown();
+        System.out.println("RESULT ok=" + ok + " failed=" + failed + " ms=" + ms + " brokers=" + perBroker
+            + (lastError.isEmpty() ? "" : " lastError=" + lastError));
+        return failed == 0 ? 0 : 1;
+    }
+
+    private static int consume(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        String group = need(opt, "group");
+        int count = Integer.parseInt(need(opt, "count"));
+        String prefix = need(opt, "prefix");
+        long timeoutMs = 1000L * Integer.parseInt(opt.getOrDefault("timeoutSec", "60"));
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        Map<String, Integer> perBroker = new ConcurrentHashMap<>();
+        AtomicLong total = new AtomicLong();
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+        c.setNamesrvAddr(need(opt, "ns"));
+        c.setInstanceName(group + "-" + ProcessHandle.current().pid());
+        c.setVipChannelEnabled(false);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                total.incrementAndGet();
+                if (body.startsWith(prefix + "-") && seen.add(body)) {
+                    perBroker.merge(m.getBrokerName() == null ? "?" : m.getBrokerName(), 1, Integer::sum);
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        long t0 = System.currentTimeMillis();
+        c.start();
+        while (seen.size() < count && System.currentTimeMillis() - t0 < timeoutMs) {
+            Thread.sleep(100);
+        }
+        long ms = System.currentTimeMillis() - t0;
+        c.shutdown();
+        System.out.println("RESULT distinct=" + seen.size() + " total=" + total.get() + " ms=" + ms
+            + " brokers=" + new TreeMap<>(perBroker));
+        return seen.size() >= count ? 0 : 1;
+    }
+
+    private static int produceLoop(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        long duration = Long.parseLong(need(opt, "durationMs"));
+        long interval = Long.parseLong(opt.getOrDefault("intervalMs", "20"));
+        DefaultMQProducer p = newProducer(opt, "interop_loop_producer");
+        long t0 = System.currentTimeMillis();
+        int i = 0;
+        while (System.currentTimeMillis() - t0 < duration) {
+            Message m = new Message(topic, "TagL", "L-" + i,
+                ("loop-" + i).getBytes(StandardCharsets.UTF_8));
+            long s = System.currentTimeMillis();
+            String line;
+            try {
+                SendResult r = p.send(m);
+                line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " "
+                    + (r.getSendStatus() == SendStatus.SEND_OK ? "OK " : "FAIL ")
+                    + r.getMessageQueue().getBrokerName();
+            } catch (Exception e) {
+                line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " FAIL "
+                    + e.getClass().getSimpleName();
+            }
+            System.out.println(line);
+            System.out.flush();
+            i++;
+            long sleep = interval - (System.currentTimeMillis() - s);
+            if (sleep > 0) {
+                Thread.sleep(sleep);
+            }
+        }
+        p.shutdown();
+        System.out.println("RESULT sends=" + i);
+        return 0;
+    }
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Interoperability suite: Apache RocketMQ brokers, clients and mqadmin against our nameserver.
+
+Usage: interop/run [SCENARIO...]        (no argument = all; e.g. `interop/run 3` or `interop/run 1 8`)
+Env:   NAMESRV_IMPL=rust|java (default rust), NAMESRV_BIN, CARGO_TARGET_DIR,
+       INTEROP_TIMEOUT (seconds, default 1200), RMQ5_VERSION, RMQ4_VERSION, INTEROP_JAVA.
+The last line printed is `N passed, M failed`; the exit code is 0 only when every selected
+scenario passed. Logs of the last runs are kept in interop/.cache/runs/.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness.fixture import CACHE, Artifacts, Env, SetupError  # noqa: E402
+from harness.procs import Procs  # noqa: E402
+from harness.scenarios import RUN_ORDER, SCENARIOS, Ctx, Fail  # noqa: E402
+
+T0 = time.time()
+_print_lock = threading.Lock()
+
+
+def say(msg):
+    with _print_lock:
+        for i, line in enumerate(str(msg).splitlines() or [""]):
+            prefix = "[%6.1fs] " % (time.time() - T0) if i == 0 else "          "
+            print(prefix + line, flush=True)
+
+
+class Timeout(BaseException):
+    pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description="RocketMQ nameserver interop suite")
+    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all)")
+    ap.add_argument("--list", action="store_true", help="list scenarios and exit")
+    args = ap.parse_args()
+    if args.list:
+        for n in sorted(SCENARIOS):
+            print("%d  %s" % (n, SCENARIOS[n][0]))
+        return 0
+    selected = args.scenarios or sorted(SCENARIOS)
+    unknown = [n for n in selected if n not in SCENARIOS]
+    if unknown:
+        print("unknown scenario(s): %s (known: %s)" % (unknown, sorted(SCENARIOS)))
+        print("0 passed, %d failed" % len(unknown))
+        return 2
+    order = [n for n in RUN_ORDER if n in selected]
+    impl = os.environ.get("NAMESRV_IMPL", "rust")
+    if impl not in ("rust", "java"):
+        print("NAMESRV_IMPL must be rust or java")
+        print("0 passed, %d failed" % len(order))
+        return 2
+
+    runs = os.path.join(CACHE, "runs")
+    os.makedirs(runs, exist_ok=True)
+    for old in sorted(os.listdir(runs))[:-3]:
+        shutil.rmtree(os.path.join(runs, old), ignore_errors=True)
+    rundir = os.path.join(runs, time.strftime("%Y%m%d-%H%M%S") + "-" + impl)
+    os.makedirs(rundir, exist_ok=True)
+    procs = Procs(os.path.join(rundir, "logs"))
+
+    limit = int(os.environ.get("INTEROP_TIMEOUT", "1200"))
+
+    def on_alarm(signum, frame):
+        raise Timeout("interop suite exceeded INTEROP_TIMEOUT=%ds" % limit)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.alarm(limit)
+
+    say("interop suite: NAMESRV_IMPL=%s scenarios=%s run dir=%s" % (impl, order, rundir))
+    results = {}
+    artifacts = Artifacts(procs, say)
+    aborted = None
+    try:
+        # Fetch/build what the selected scenarios need, in parallel.
+        needs = [lambda: artifacts.libdir("5"), lambda: artifacts.classes("5")]
+        if 6 in order or 8 in order:
+            needs += [lambda: artifacts.libdir("4"), lambda: artifacts.classes("4")]
+        if 7 in order:
+            needs.append(artifacts.go_client)
+        if impl == "rust":
+            needs.append(artifacts.rust_namesrv)
+        setup_errors = []
+
+        def run_need(fn):
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - reported per scenario below
+                setup_errors.append(e)
+        threads = [threading.Thread(target=run_need, args=(fn,), daemon=True) for fn in needs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for e in setup_errors:
+            say("setup problem: %s" % e)
+        say("artifacts ready (%.0fs)" % (time.time() - T0))
+
+        env = Env(impl, rundir, procs, artifacts, say, with_ref=(8 in order))
+        for n in order:
+            title, fn = SCENARIOS[n]
+            say("=== [%d] %s" % (n, title))
+            ctx = Ctx(say)
+            t = time.time()
+            err = None
+            try:
+                fn(env, ctx)
+            except Fail as e:
+                err = "stopped at: %s" % e
+            except SetupError as e:
+                err = "setup failed: %s" % e
+                ctx.check(False, "setup: %s" % str(e).splitlines()[0])
+                say(str(e))
+            except (KeyboardInterrupt, Timeout):
+                raise
+            except Exception as e:  # noqa: BLE001 - a scenario bug must not stop the others
+                err = "error: %r" % e
+                ctx.check(False, "unexpected error: %r" % e)
+                say(traceback.format_exc())
+            secs = time.time() - t
+            ok = ctx.passed() and err is None
+            results[n] = (ok, secs, ctx, err)
+            say("%s [%d] %s (%.1fs)%s" % ("PASS" if ok else "FAIL", n, title, secs, "" if not err else " - " + err))
+    except KeyboardInterrupt:
+        aborted = "interrupted"
+    except Timeout as e:
+        aborted = str(e)
+    finally:
+        signal.alarm(0)
+        procs.cleanup()
+
+    if aborted:
+        say("ABORTED: %s" % aborted)
+    say("summary (NAMESRV_IMPL=%s, total %.0fs, logs in %s):" % (impl, time.time() - T0, rundir))
+    passed = failed = 0
+    for n in sorted(order):
+        if n in results:
+            ok, secs, ctx, err = results[n]
+            figs = "; ".join("%s=%s" % kv for kv in ctx.figures if not str(kv[0]).startswith("report"))
+            say("  %s [%d] %-62s %6.1fs  %s" % ("PASS" if ok else "FAIL", n, SCENARIOS[n][0][:62], secs, figs))
+        else:
+            ok = False
+            say("  FAIL [%d] %-62s    not run" % (n, SCENARIOS[n][0][:62]))
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 0 if failed == 0 and not aborted else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
