@@ -82,6 +82,18 @@ impl TopicTable {
         Self { data_version: DataVersion { counter: 1, state_version: 0, timestamp: now_millis() }, topics }
     }
 
+    /// A table of `topics` plus the two system topics every Java broker registers: its cluster
+    /// name and its broker name (perm 7, 16 queues). A nameserver refuses a first registration
+    /// whose table holds exactly one topic, so a simulated broker should start from this.
+    /// Java: TopicConfigManager (clusterTopicEnable, brokerTopicEnable)
+    pub fn with_broker_topics(identity: &BrokerIdentity, topics: impl IntoIterator<Item = TopicConfig>) -> Self {
+        let system = [&identity.cluster_name, &identity.broker_name].map(|name| TopicConfig {
+            perm: remoting::body::perm::INHERIT | remoting::body::perm::READ | remoting::body::perm::WRITE,
+            ..TopicConfig::named(name.as_str())
+        });
+        Self::new(system.into_iter().chain(topics))
+    }
+
     /// Bumps the DataVersion like Java `DataVersion#nextVersion` (counter + 1, timestamp now), so
     /// nameservers take the changed table.
     pub fn bump(&mut self) {

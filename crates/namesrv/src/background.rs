@@ -20,10 +20,9 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
     ];
     if state.tls.mode() != crate::transport::TlsMode::Disabled {
         let mut shutdown = trigger.subscribe();
-        tasks.push(crate::transport::spawn_reloader(
-            state.tls.clone(),
-            async move { shutdown.recv().await },
-        ));
+        tasks.push(crate::transport::spawn_reloader(state.tls.clone(), async move {
+            shutdown.recv().await
+        }));
     }
     tasks
 }
@@ -32,9 +31,7 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
 /// Java: `RouteInfoManager#scanNotActiveBroker`
 async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
     let period = Duration::from_millis(
-        u64::try_from(state.config.load().scan_not_active_broker_interval)
-            .unwrap_or(5000)
-            .max(1),
+        u64::try_from(state.config.load().scan_not_active_broker_interval).unwrap_or(5000).max(1),
     );
     let mut ticker =
         tokio::time::interval_at(tokio::time::Instant::now() + FIRST_SCAN_DELAY, period);

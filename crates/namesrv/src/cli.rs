@@ -16,6 +16,8 @@ use crate::config::{Config, ConfigError};
 
 /// What `main` should do after parsing the command line.
 #[derive(Debug)]
+// Built once at start-up and consumed at once: boxing the large variant buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum CliAction {
     /// Start the server with this configuration. Print [`Config::load_message`] first.
     Run(Config),
@@ -54,11 +56,7 @@ impl CliError {
 
 /// Java: `NamesrvStartup#buildCommandlineOptions` + `ServerUtil#buildCommandlineOptions`
 #[derive(Debug, Parser)]
-#[command(
-    name = "mqnamesrv",
-    disable_help_flag = true,
-    disable_version_flag = true
-)]
+#[command(name = "mqnamesrv", disable_help_flag = true, disable_version_flag = true)]
 struct Args {
     /// Name server config properties file
     #[arg(short = 'c', long = "configFile", value_name = "arg")]
@@ -77,10 +75,7 @@ struct Args {
 /// The usage text, in the layout of Java's commons-cli `HelpFormatter`.
 pub fn usage() -> String {
     let rows = [
-        (
-            "-c,--configFile <arg>",
-            "Name server config properties file",
-        ),
+        ("-c,--configFile <arg>", "Name server config properties file"),
         ("-h,--help", "Print help"),
         (
             "-n,--namesrvAddr <arg>",
@@ -125,10 +120,8 @@ pub fn parse_cli<I>(args: I) -> Result<CliAction, CliError>
 where
     I: IntoIterator<Item = OsString>,
 {
-    let args = Args::try_parse_from(args).map_err(|err| CliError::Usage {
-        message: usage_message(&err),
-        usage: usage(),
-    })?;
+    let args = Args::try_parse_from(args)
+        .map_err(|err| CliError::Usage { message: usage_message(&err), usage: usage() })?;
     if args.help {
         return Ok(CliAction::Help(usage()));
     }

@@ -161,22 +161,13 @@ fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
     if value != value.trim() {
         reason.push_str("; remove the surrounding whitespace");
     }
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason,
-    }
+    ConfigError::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason }
 }
 
 /// `$HOME/namesrv/<file>`, Java's `${user.home}/namesrv/<file>`.
 fn home_file(file: &str) -> String {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
-    home.join("namesrv")
-        .join(file)
-        .to_string_lossy()
-        .into_owned()
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    home.join("namesrv").join(file).to_string_lossy().into_owned()
 }
 
 macro_rules! config_struct {
@@ -373,12 +364,8 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
 
 /// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says.
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
-pub const FIXED_BLACK_LIST: [&str; 4] = [
-    "configBlackList",
-    "configStorePath",
-    "kvConfigPath",
-    "rocketmqHome",
-];
+pub const FIXED_BLACK_LIST: [&str; 4] =
+    ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"];
 
 impl Config {
     /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
@@ -387,14 +374,10 @@ impl Config {
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = Config::default();
         if let Some(path) = file {
-            let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
-                path: path.to_owned(),
-                source,
-            })?;
-            let entries = properties::parse_bytes(&bytes).map_err(|source| ConfigError::Parse {
-                path: path.to_owned(),
-                source,
-            })?;
+            let bytes = std::fs::read(path)
+                .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+            let entries = properties::parse_bytes(&bytes)
+                .map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
             config.apply_file_entries(entries)?;
             config.config_store_path = path.to_string_lossy().into_owned();
             config.loaded_from = Some(path.to_owned());
@@ -422,9 +405,8 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         for &(key, min, max) in INT_RANGES {
             let Some(text) = self.get(key) else { continue };
-            let value: i64 = text
-                .parse()
-                .map_err(|_| invalid(key, &text, "expected an integer"))?;
+            let value: i64 =
+                text.parse().map_err(|_| invalid(key, &text, "expected an integer"))?;
             if value < min || value > max {
                 let reason = if max == i64::MAX || max == i64::from(i32::MAX) {
                     format!("must be at least {min}")
@@ -435,11 +417,7 @@ impl Config {
             }
         }
         if self.bind_address.is_empty() {
-            return Err(invalid(
-                "bindAddress",
-                &self.bind_address,
-                "must not be empty",
-            ));
+            return Err(invalid("bindAddress", &self.bind_address, "must not be empty"));
         }
         Ok(())
     }
@@ -491,12 +469,7 @@ impl Config {
     /// Java: `DefaultRequestProcessor#initConfigBlackList`
     pub fn black_list(&self) -> BTreeSet<String> {
         let mut list: BTreeSet<String> = FIXED_BLACK_LIST.iter().map(|k| (*k).to_owned()).collect();
-        list.extend(
-            self.config_black_list
-                .split(';')
-                .filter(|k| !k.is_empty())
-                .map(str::to_owned),
-        );
+        list.extend(self.config_black_list.split(';').filter(|k| !k.is_empty()).map(str::to_owned));
         list
     }
 
@@ -524,11 +497,7 @@ impl SharedConfig {
     /// Wraps the start-up configuration; computes the black list from its `configBlackList`.
     pub fn new(config: Config) -> Self {
         let black_list = config.black_list();
-        Self {
-            current: ArcSwap::from_pointee(config),
-            black_list,
-            update_lock: Mutex::new(()),
-        }
+        Self { current: ArcSwap::from_pointee(config), black_list, update_lock: Mutex::new(()) }
     }
 
     /// The current snapshot; cheap, never blocks. Re-load per request to see updates; don't
@@ -566,22 +535,14 @@ impl SharedConfig {
             return Ok(());
         }
         let entries = properties::parse_bytes(body).map_err(ConfigUpdateError::Parse)?;
-        if let Some((key, _)) = entries
-            .iter()
-            .find(|(key, _)| self.black_list.contains(key))
-        {
+        if let Some((key, _)) = entries.iter().find(|(key, _)| self.black_list.contains(key)) {
             return Err(ConfigUpdateError::NoPermission { key: key.clone() });
         }
 
-        let _guard = self
-            .update_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _guard = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = Config::clone(&self.current.load());
         for (key, value) in entries {
-            let known = next
-                .set_known(&key, &value)
-                .map_err(ConfigUpdateError::InvalidValue)?;
+            let known = next.set_known(&key, &value).map_err(ConfigUpdateError::InvalidValue)?;
             if known {
                 continue;
             }
@@ -614,10 +575,12 @@ mod tests {
 
     #[test]
     fn every_key_round_trips_through_get_and_set() {
-        let mut config = Config::default();
-        config.rocketmq_home = Some("/opt/rmq".into());
-        config.serialize_type = Some(SerializeType::RocketMq);
-        config.tls_server_mode = Some("enforcing".into());
+        let mut config = Config {
+            rocketmq_home: Some("/opt/rmq".into()),
+            serialize_type: Some(SerializeType::RocketMq),
+            tls_server_mode: Some("enforcing".into()),
+            ..Config::default()
+        };
         let original = config.clone();
         for key in Config::KEYS {
             if let Some(value) = original.get(key) {
@@ -633,32 +596,25 @@ mod tests {
     #[test]
     fn numbers_and_booleans_are_not_trimmed_but_strings_are() {
         let mut config = Config::default();
-        let err = config
-            .set_known("listenPort", "9876 ")
-            .expect_err("trailing space");
+        let err = config.set_known("listenPort", "9876 ").expect_err("trailing space");
         assert!(err.to_string().contains("listenPort"), "{err}");
         assert!(err.to_string().contains("whitespace"), "{err}");
         assert!(config.set_known("clusterTest", " true").is_err());
-        config
-            .set_known("productEnvName", "  test \t")
-            .expect("string");
+        config.set_known("productEnvName", "  test \t").expect("string");
         assert_eq!(config.product_env_name, "test");
     }
 
     #[test]
     fn booleans_accept_any_ascii_case() {
         let mut config = Config::default();
-        config
-            .set_known("orderMessageEnable", "TRUE")
-            .expect("bool");
+        config.set_known("orderMessageEnable", "TRUE").expect("bool");
         assert!(config.order_message_enable);
         assert!(config.set_known("orderMessageEnable", "yes").is_err());
     }
 
     #[test]
     fn validate_rejects_out_of_range_values() {
-        let mut config = Config::default();
-        config.listen_port = -1;
+        let mut config = Config { listen_port: -1, ..Config::default() };
         let err = config.validate().expect_err("negative port");
         assert_eq!(
             err.to_string(),
@@ -675,35 +631,24 @@ mod tests {
 
     #[test]
     fn black_list_adds_configured_keys_to_fixed_ones() {
-        let mut config = Config::default();
-        config.config_black_list = "a;;b".into();
+        let config = Config { config_black_list: "a;;b".into(), ..Config::default() };
         let list: Vec<_> = config.black_list().into_iter().collect();
         assert_eq!(
             list,
-            [
-                "a",
-                "b",
-                "configBlackList",
-                "configStorePath",
-                "kvConfigPath",
-                "rocketmqHome"
-            ]
+            ["a", "b", "configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"]
         );
     }
 
     #[test]
     fn properties_text_is_sorted_and_skips_unset_values() {
-        let mut config = Config::default();
-        config.rocketmq_home = None;
+        let mut config = Config { rocketmq_home: None, ..Config::default() };
         config.extra.insert("aaa".into(), "1".into());
         let text = config.to_properties_text();
         assert!(text.starts_with("aaa=1\nbindAddress=0.0.0.0\n"), "{text}");
         assert!(!text.contains("rocketmqHome"));
         assert!(!text.contains("tls."));
-        let keys: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.split_once('=').map(|(k, _)| k))
-            .collect();
+        let keys: Vec<&str> =
+            text.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         assert_eq!(keys, sorted);

@@ -74,11 +74,7 @@ pub struct KvStore {
 impl KvStore {
     /// An empty store that will persist to `path` (nothing is written until the first change).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self {
-            path: path.into(),
-            state: RwLock::new(State::default()),
-            persisted: Mutex::new(0),
-        }
+        Self { path: path.into(), state: RwLock::new(State::default()), persisted: Mutex::new(0) }
     }
 
     /// Loads `path`: a missing file (or an empty one, or `null`, as fastjson) gives an empty
@@ -90,17 +86,10 @@ impl KvStore {
         let bytes = match std::fs::read(&store.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(store),
-            Err(source) => {
-                return Err(KvError::Read {
-                    path: store.path.clone(),
-                    source,
-                })
-            }
+            Err(source) => return Err(KvError::Read { path: store.path.clone(), source }),
         };
-        let table = parse_file(&bytes).map_err(|reason| KvError::Malformed {
-            path: store.path.clone(),
-            reason,
-        })?;
+        let table = parse_file(&bytes)
+            .map_err(|reason| KvError::Malformed { path: store.path.clone(), reason })?;
         let namespaces = table.len();
         store.write_state().table = table;
         tracing::info!(path = %store.path.display(), namespaces, "load KV config table OK");
@@ -184,10 +173,7 @@ impl KvStore {
 
     /// Writes the table if no writer has yet covered `generation`.
     fn persist(&self, generation: u64) -> Result<(), KvError> {
-        let mut persisted = self
-            .persisted
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut persisted = self.persisted.lock().unwrap_or_else(PoisonError::into_inner);
         if *persisted >= generation {
             return Ok(());
         }
@@ -195,12 +181,8 @@ impl KvStore {
             let state = self.read_state();
             (to_json(&state.table), state.generation)
         };
-        persist::write_atomically(&self.path, json.as_bytes()).map_err(|source| {
-            KvError::Persist {
-                path: self.path.clone(),
-                source,
-            }
-        })?;
+        persist::write_atomically(&self.path, json.as_bytes())
+            .map_err(|source| KvError::Persist { path: self.path.clone(), source })?;
         *persisted = snapshot_generation;
         Ok(())
     }
@@ -243,9 +225,9 @@ fn scalar_text(v: &Value) -> Option<Result<String, String>> {
         Value::String(s) => Some(Ok(s.clone())),
         Value::Number(n) => Some(Ok(n.to_string())),
         Value::Bool(b) => Some(Ok(b.to_string())),
-        Value::Array(_) | Value::Object(_) => Some(Err(
-            "a value is an array or object, expected a string".to_owned(),
-        )),
+        Value::Array(_) | Value::Object(_) => {
+            Some(Err("a value is an array or object, expected a string".to_owned()))
+        }
     }
 }
 
@@ -274,10 +256,7 @@ fn parse_file(bytes: &[u8]) -> Result<Table, String> {
         let ns = table.entry(namespace.clone()).or_default();
         for (key, value) in entries {
             if let Some(text) = scalar_text(value) {
-                ns.insert(
-                    key.clone(),
-                    text.map_err(|e| format!("{namespace:?}/{key:?}: {e}"))?,
-                );
+                ns.insert(key.clone(), text.map_err(|e| format!("{namespace:?}/{key:?}: {e}"))?);
             }
         }
     }
@@ -309,10 +288,7 @@ mod tests {
         assert_eq!(kv.list("NS").expect("ns").len(), 2);
         kv.delete("NS", "k").expect("delete");
         assert_eq!(kv.get("NS", "k"), None);
-        assert_eq!(
-            kv.list("NS"),
-            Some(BTreeMap::from([("k2".to_owned(), "x".to_owned())]))
-        );
+        assert_eq!(kv.list("NS"), Some(BTreeMap::from([("k2".to_owned(), "x".to_owned())])));
     }
 
     #[test]
@@ -347,12 +323,7 @@ mod tests {
     fn file_shape_is_java_compact_json_with_bak_of_previous() {
         let dir = tempfile::tempdir().expect("tempdir");
         let kv = store_in(&dir);
-        kv.put(
-            ORDER_TOPIC_CONFIG,
-            "TopicTest",
-            Some("broker-a:4;broker-b:4"),
-        )
-        .expect("put");
+        kv.put(ORDER_TOPIC_CONFIG, "TopicTest", Some("broker-a:4;broker-b:4")).expect("put");
         let first = file_text(&kv);
         assert_eq!(
             first,
@@ -380,10 +351,7 @@ mod tests {
         )
         .expect("write");
         let kv = KvStore::load(&path).expect("load");
-        assert_eq!(
-            kv.order_topic_conf("TopicTest").as_deref(),
-            Some("broker-a:4;broker-b:4")
-        );
+        assert_eq!(kv.order_topic_conf("TopicTest").as_deref(), Some("broker-a:4;broker-b:4"));
         assert_eq!(kv.order_topic_conf("Other"), None);
     }
 
@@ -402,11 +370,8 @@ mod tests {
     fn lenient_json_and_null_values_are_accepted() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("kvConfig.json");
-        std::fs::write(
-            &path,
-            "{configTable:{'NS':{'a':'1','b':null,'c':2,},'N2':null}}",
-        )
-        .expect("write");
+        std::fs::write(&path, "{configTable:{'NS':{'a':'1','b':null,'c':2,},'N2':null}}")
+            .expect("write");
         let kv = KvStore::load(&path).expect("load");
         assert_eq!(
             kv.snapshot(),
@@ -424,11 +389,8 @@ mod tests {
     fn corrupt_file_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("kvConfig.json");
-        for bad in [
-            r#"{"configTable":{"NS":{"k":"v"}"#,
-            "[1,2]",
-            r#"{"configTable":{"NS":["x"]}}"#,
-        ] {
+        for bad in [r#"{"configTable":{"NS":{"k":"v"}"#, "[1,2]", r#"{"configTable":{"NS":["x"]}}"#]
+        {
             std::fs::write(&path, bad).expect("write");
             let err = KvStore::load(&path).expect_err(bad);
             assert!(matches!(err, KvError::Malformed { .. }), "{bad}: {err:?}");

@@ -41,11 +41,7 @@ pub fn build_state(config: Config) -> Result<Arc<State>, RunError> {
     config.validate()?;
     let kv = kv::KvStore::load(&config.kv_config_path)?;
     let tls = transport::TlsContext::new(tls_settings(&config))?;
-    Ok(Arc::new(State::new(
-        Arc::new(SharedConfig::new(config)),
-        kv,
-        tls,
-    )))
+    Ok(Arc::new(State::new(Arc::new(SharedConfig::new(config)), kv, tls)))
 }
 
 /// The `tls.*` settings: the `-c` file's keys, overridden by the file named by `tls.config.file`

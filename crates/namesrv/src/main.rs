@@ -25,14 +25,12 @@ fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if let Some(message) = config.load_message() {
         println!("{message}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the runtime: {e}");
@@ -51,11 +49,7 @@ fn main() -> ExitCode {
 /// The listen address from `bindAddress` (IPv4, IPv6 with or without brackets, or a host name)
 /// and `listenPort`.
 async fn listen_addr(config: &Config) -> anyhow::Result<SocketAddr> {
-    let host = config
-        .bind_address
-        .trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
+    let host = config.bind_address.trim().trim_start_matches('[').trim_end_matches(']');
     let port = u16::try_from(config.listen_port).context("listenPort out of range")?;
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, port));

@@ -30,11 +30,7 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
 
     let tmp = with_suffix(path, ".tmp");
     {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
         file.write_all(contents)?;
         file.sync_all()?;
     }
@@ -71,9 +67,6 @@ mod tests {
         write_atomically(&path, b"one").expect("write");
         write_atomically(&path, b"two").expect("write");
         assert_eq!(fs::read(&path).expect("read"), b"two");
-        assert_eq!(
-            fs::read(with_suffix(&path, ".bak")).expect("read bak"),
-            b"one"
-        );
+        assert_eq!(fs::read(with_suffix(&path, ".bak")).expect("read bak"), b"one");
     }
 }

@@ -23,9 +23,10 @@ pub enum PropertiesError {
 /// Decodes raw properties bytes: valid UTF-8 is taken as UTF-8, anything else byte-per-char as
 /// ISO-8859-1 (Java's `Properties#load(InputStream)` always uses ISO-8859-1, which garbles
 /// non-ASCII UTF-8; ASCII text, the norm for config files, reads the same either way).
+/// A leading UTF-8 byte-order mark is dropped (Java would glue it to the first key).
 pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
-        Ok(s) => Cow::Borrowed(s),
+        Ok(s) => Cow::Borrowed(s.strip_prefix('\u{feff}').unwrap_or(s)),
         Err(_) => Cow::Owned(bytes.iter().map(|&b| char::from(b)).collect()),
     }
 }
@@ -175,14 +176,12 @@ fn unescape(raw: &[char], line: usize) -> Result<String, PropertiesError> {
         i += 1;
         let mapped = match e {
             'u' => {
-                let digits = raw
-                    .get(i..i + 4)
-                    .ok_or(PropertiesError::MalformedUnicodeEscape { line })?;
+                let digits =
+                    raw.get(i..i + 4).ok_or(PropertiesError::MalformedUnicodeEscape { line })?;
                 let mut unit: u16 = 0;
                 for d in digits {
-                    let v = d
-                        .to_digit(16)
-                        .ok_or(PropertiesError::MalformedUnicodeEscape { line })?;
+                    let v =
+                        d.to_digit(16).ok_or(PropertiesError::MalformedUnicodeEscape { line })?;
                     // `v` < 16, so the cast is lossless.
                     unit = (unit << 4) | v as u16;
                 }
@@ -212,10 +211,7 @@ struct LineReader<'a> {
 
 impl<'a> LineReader<'a> {
     fn new(text: &'a str) -> Self {
-        Self {
-            chars: text.chars().peekable(),
-            line: 1,
-        }
+        Self { chars: text.chars().peekable(), line: 1 }
     }
 
     /// Consumes a line terminator whose first char `c` was just read (`\r\n` counts once).
@@ -320,10 +316,7 @@ mod tests {
 
     #[test]
     fn comments_and_blank_lines_are_skipped() {
-        assert_eq!(
-            pairs("# c1\n   ! c2\n\n  \t\na=1\n#b=2\n"),
-            vec![kv("a", "1")]
-        );
+        assert_eq!(pairs("# c1\n   ! c2\n\n  \t\na=1\n#b=2\n"), vec![kv("a", "1")]);
     }
 
     #[test]
@@ -333,10 +326,7 @@ mod tests {
 
     #[test]
     fn key_without_value_has_empty_value() {
-        assert_eq!(
-            pairs("lonely\nempty=\n"),
-            vec![kv("lonely", ""), kv("empty", "")]
-        );
+        assert_eq!(pairs("lonely\nempty=\n"), vec![kv("lonely", ""), kv("empty", "")]);
     }
 
     #[test]
@@ -381,10 +371,7 @@ mod tests {
             parse("a=1\nb=\\u12g4\n"),
             Err(PropertiesError::MalformedUnicodeEscape { line: 2 })
         );
-        assert_eq!(
-            parse("b=\\u12"),
-            Err(PropertiesError::MalformedUnicodeEscape { line: 1 })
-        );
+        assert_eq!(parse("b=\\u12"), Err(PropertiesError::MalformedUnicodeEscape { line: 1 }));
     }
 
     #[test]
@@ -394,39 +381,32 @@ mod tests {
 
     #[test]
     fn cr_and_crlf_end_lines() {
-        assert_eq!(
-            pairs("a=1\rb=2\r\nc=3"),
-            vec![kv("a", "1"), kv("b", "2"), kv("c", "3")]
-        );
+        assert_eq!(pairs("a=1\rb=2\r\nc=3"), vec![kv("a", "1"), kv("b", "2"), kv("c", "3")]);
     }
 
     #[test]
     fn invalid_utf8_bytes_are_read_as_latin1() {
+        assert_eq!(parse_bytes(b"a=caf\xe9\n").expect("parses"), vec![kv("a", "caf\u{e9}")]);
+        assert_eq!(parse_bytes("a=café\n".as_bytes()).expect("parses"), vec![kv("a", "café")]);
+    }
+
+    #[test]
+    fn utf8_byte_order_mark_is_dropped() {
         assert_eq!(
-            parse_bytes(b"a=caf\xe9\n").expect("parses"),
-            vec![kv("a", "caf\u{e9}")]
-        );
-        assert_eq!(
-            parse_bytes("a=café\n".as_bytes()).expect("parses"),
-            vec![kv("a", "café")]
+            parse_bytes(b"\xef\xbb\xbflistenPort=1\n").expect("parses"),
+            vec![kv("listenPort", "1")]
         );
     }
 
     #[test]
     fn plain_text_is_unescaped_key_equals_value_lines() {
-        assert_eq!(
-            to_plain_text([("a", "x=y"), ("b c", "\\")]),
-            "a=x=y\nb c=\\\n"
-        );
+        assert_eq!(to_plain_text([("a", "x=y"), ("b c", "\\")]), "a=x=y\nb c=\\\n");
     }
 
     #[test]
     fn escaped_text_round_trips_through_parse() {
         let entries = [
-            (
-                " key:with=odd#chars!",
-                " leading space, tab\t, newline\n, é, 😀, back\\slash",
-            ),
+            (" key:with=odd#chars!", " leading space, tab\t, newline\n, é, 😀, back\\slash"),
             ("k", "#not a comment"),
             ("", "empty key"),
         ];
@@ -439,9 +419,6 @@ mod tests {
 
     #[test]
     fn escaped_text_matches_java_store_format() {
-        assert_eq!(
-            to_escaped_text([("a b", " x y"), ("é", "=")]),
-            "a\\ b=\\ x y\n\\u00E9=\\=\n"
-        );
+        assert_eq!(to_escaped_text([("a b", " x y"), ("é", "=")]), "a\\ b=\\ x y\n\\u00E9=\\=\n");
     }
 }

@@ -55,10 +55,7 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
     if let Some(window) = grace {
         // Java enableShutdownGracefully: keep serving (new clients get GO_AWAY) for the window.
         state.set_shutting_down();
-        info!(
-            seconds = window.as_secs(),
-            "answering GO_AWAY during the graceful window"
-        );
+        info!(seconds = window.as_secs(), "answering GO_AWAY during the graceful window");
         let serve_window = async {
             loop {
                 match listener.accept().await {
@@ -75,10 +72,9 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
     drop(listener);
     state.set_shutting_down();
     trigger.trigger();
-    let drained = tokio::time::timeout(DRAIN_LIMIT, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
+    let drained =
+        tokio::time::timeout(DRAIN_LIMIT, async { while conns.join_next().await.is_some() {} })
+            .await;
     if drained.is_err() {
         warn!(
             remaining = conns.len(),
@@ -99,10 +95,7 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
     let id = state.next_conn_id();
     match state.negotiate(tcp, peer).await {
         Ok((stream, real_peer)) => {
-            let ctx = ConnCtx {
-                id,
-                peer: real_peer,
-            };
+            let ctx = ConnCtx { id, peer: real_peer };
             serve_connection(&state, stream, &ctx, shutdown).await;
         }
         Err(e) => debug!(%peer, error = %e, "connection refused during negotiation"),

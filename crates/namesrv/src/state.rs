@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use remoting::SerializeType;
 use tokio::net::TcpStream;
@@ -36,7 +36,9 @@ pub struct State {
     pub tls: Arc<TlsContext>,
     unregister_tx: mpsc::Sender<UnregisterRequest>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<UnregisterRequest>>>,
-    started: Instant,
+    started: tokio::time::Instant,
+    /// Wall-clock milliseconds at `started`, so `now_ms` reads like Java's clock but never jumps.
+    started_wall_ms: u64,
     shutting_down: AtomicBool,
     next_conn: AtomicU64,
     serialize_type: SerializeType,
@@ -46,9 +48,8 @@ impl State {
     /// Builds the state from a validated config, an already loaded KV store and a TLS context.
     pub fn new(config: Arc<SharedConfig>, kv: KvStore, tls: TlsContext) -> Self {
         let snapshot = config.snapshot();
-        let capacity = usize::try_from(snapshot.un_register_broker_queue_capacity)
-            .unwrap_or(1)
-            .max(1);
+        let capacity =
+            usize::try_from(snapshot.un_register_broker_queue_capacity).unwrap_or(1).max(1);
         let (unregister_tx, unregister_rx) = mpsc::channel(capacity);
         Self {
             serialize_type: snapshot.effective_serialize_type(),
@@ -58,17 +59,19 @@ impl State {
             tls: Arc::new(tls),
             unregister_tx,
             unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
-            started: Instant::now(),
+            started: tokio::time::Instant::now(),
+            started_wall_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
             shutting_down: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
         }
     }
 
-    /// Milliseconds since the Unix epoch: the clock the route tables' liveness uses.
+    /// The liveness clock in milliseconds: wall-clock time at start plus monotonic (tokio) time
+    /// since, so a wall-clock step never expires brokers and tests can pause time.
     pub fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+        self.started_wall_ms + self.started.elapsed().as_millis() as u64
     }
 
     /// Time since the server state was built (Java: since the route processor was created).

@@ -40,7 +40,10 @@ fn shared_from_file(text: &str) -> (tempfile::TempDir, PathBuf, SharedConfig) {
 fn print_config_item_lists_every_key_with_defaults() {
     let text = print_text(cli(&["-p"]).expect("-p"));
     for key in Config::KEYS {
-        assert!(text.lines().any(|l| l.starts_with(&format!("{key}="))), "{key} missing from:\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{key}="))),
+            "{key} missing from:\n{text}"
+        );
     }
     for line in [
         "listenPort=9876",
@@ -55,7 +58,9 @@ fn print_config_item_lists_every_key_with_defaults() {
     ] {
         assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
     }
-    assert!(text.lines().any(|l| l.starts_with("kvConfigPath=") && l.ends_with("/namesrv/kvConfig.json")));
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("kvConfigPath=") && l.ends_with("/namesrv/kvConfig.json")));
     assert!(!text.contains("load config properties file OK"));
 }
 
@@ -77,7 +82,10 @@ fn help_prints_java_style_usage() {
         panic!("expected Help");
     };
     assert!(text.starts_with("usage: mqnamesrv [-c <arg>] [-h] [-n <arg>] [-p]\n"), "{text}");
-    assert!(text.contains(" -c,--configFile <arg>    Name server config properties file\n"), "{text}");
+    assert!(
+        text.contains(" -c,--configFile <arg>    Name server config properties file\n"),
+        "{text}"
+    );
     assert!(text.contains(" -p,--printConfigItem     Print all config items\n"), "{text}");
 }
 
@@ -104,14 +112,20 @@ fn namesrv_addr_option_is_accepted_and_ignored() {
 #[test]
 fn config_file_sets_values_and_config_store_path_and_load_message() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_config(&dir, "listenPort = 10876\norderMessageEnable: true\nconfigStorePath=/elsewhere\n");
+    let path = write_config(
+        &dir,
+        "listenPort = 10876\norderMessageEnable: true\nconfigStorePath=/elsewhere\n",
+    );
     let CliAction::Run(config) = cli(&["--configFile", path_arg(&path)]).expect("run") else {
         panic!("expected Run");
     };
     assert_eq!(config.listen_port, 10876);
     assert!(config.order_message_enable);
     assert_eq!(Path::new(&config.config_store_path), path);
-    assert_eq!(config.load_message(), Some(format!("load config properties file OK, {}", path.display())));
+    assert_eq!(
+        config.load_message(),
+        Some(format!("load config properties file OK, {}", path.display()))
+    );
 }
 
 #[test]
@@ -163,15 +177,18 @@ fn shipped_example_config_loads() {
     assert_eq!(config.listen_port, 9876);
     assert_eq!(config.bind_address, "0.0.0.0");
     assert!(config.extra.is_empty(), "example uses only known keys: {:?}", config.extra);
-    let mut expected = Config::default();
-    expected.config_store_path = config.config_store_path.clone();
-    expected.loaded_from = config.loaded_from.clone();
+    let expected = Config {
+        config_store_path: config.config_store_path.clone(),
+        loaded_from: config.loaded_from.clone(),
+        ..Config::default()
+    };
     assert_eq!(config, expected, "the example shows the defaults");
 }
 
 #[test]
 fn unknown_keys_are_kept_and_listed_by_319() {
-    let (_dir, _path, shared) = shared_from_file("clientWorkerThreads=4\nzzz.custom = some value\n");
+    let (_dir, _path, shared) =
+        shared_from_file("clientWorkerThreads=4\nzzz.custom = some value\n");
     let config = shared.load();
     assert_eq!(config.extra.get("clientWorkerThreads").map(String::as_str), Some("4"));
     assert_eq!(config.get("zzz.custom").as_deref(), Some("some value"));
@@ -218,7 +235,10 @@ fn update_of_fixed_black_list_keys_is_no_permission() {
     for key in FIXED_BLACK_LIST {
         let body = format!("orderMessageEnable=true\n{key}=/tmp/x\n");
         let err = shared.apply_update(body.as_bytes()).expect_err(key);
-        assert!(matches!(&err, ConfigUpdateError::NoPermission { key: k } if k == key), "{key}: {err:?}");
+        assert!(
+            matches!(&err, ConfigUpdateError::NoPermission { key: k } if k == key),
+            "{key}: {err:?}"
+        );
         assert_eq!(err.to_string(), "Can not update config in black list.");
     }
     assert!(!shared.load().order_message_enable, "a refused update applies nothing");
@@ -227,7 +247,8 @@ fn update_of_fixed_black_list_keys_is_no_permission() {
 
 #[test]
 fn update_of_key_added_to_black_list_is_no_permission() {
-    let (_dir, _path, shared) = shared_from_file("configBlackList=configBlackList;productEnvName\n");
+    let (_dir, _path, shared) =
+        shared_from_file("configBlackList=configBlackList;productEnvName\n");
     let err = shared.apply_update(b"productEnvName=test\n").expect_err("black-listed");
     assert!(matches!(err, ConfigUpdateError::NoPermission { .. }), "{err:?}");
     assert!(shared.black_list().contains("productEnvName"));
@@ -238,14 +259,22 @@ fn update_of_key_added_to_black_list_is_no_permission() {
 #[test]
 fn update_with_bad_value_is_refused_and_names_the_key() {
     let (_dir, path, shared) = shared_from_file("listenPort=9876\n");
-    for body in ["orderMessageEnable=true\nlistenPort=abc\n", "waitSecondsForService=-5\n", "enableTopicList=1\n"] {
+    for body in [
+        "orderMessageEnable=true\nlistenPort=abc\n",
+        "waitSecondsForService=-5\n",
+        "enableTopicList=1\n",
+    ] {
         let err = shared.apply_update(body.as_bytes()).expect_err(body);
         assert!(matches!(err, ConfigUpdateError::InvalidValue(_)), "{body}: {err:?}");
         let key = body.lines().last().and_then(|l| l.split('=').next()).expect("key");
         assert!(err.to_string().contains(key), "{body}: {err}");
     }
     assert!(!shared.load().order_message_enable, "nothing applied");
-    assert_eq!(std::fs::read_to_string(&path).expect("file"), "listenPort=9876\n", "nothing persisted");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("file"),
+        "listenPort=9876\n",
+        "nothing persisted"
+    );
 }
 
 #[test]
@@ -261,8 +290,10 @@ fn update_that_cannot_be_persisted_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "").expect("write");
-    let mut config = Config::default();
-    config.config_store_path = blocker.join("namesrv.properties").to_string_lossy().into_owned();
+    let config = Config {
+        config_store_path: blocker.join("namesrv.properties").to_string_lossy().into_owned(),
+        ..Config::default()
+    };
     let shared = SharedConfig::new(config);
     let err = shared.apply_update(b"orderMessageEnable=true\n").expect_err("parent is a file");
     assert!(matches!(err, ConfigUpdateError::Persist { .. }), "{err:?}");

@@ -9,11 +9,8 @@ use remoting::{RequestCode, ResponseCode};
 fn register_body(topics: &[&str]) -> Vec<u8> {
     let mut body = RegisterBrokerBody::default();
     let wrapper = &mut body.topic_config_serialize_wrapper;
-    wrapper.data_version = DataVersion {
-        counter: 1,
-        state_version: 0,
-        timestamp: 1_700_000_000_000,
-    };
+    wrapper.data_version =
+        DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 };
     for t in topics {
         let mut tc = TopicConfig::named(*t);
         tc.read_queue_nums = 8;
@@ -43,18 +40,10 @@ async fn registered_topic_route_is_served_in_both_json_forms() {
         ))
         .await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
-    assert_eq!(
-        resp.ext_fields.as_ref().map(|e| e.len()),
-        Some(0),
-        "extFields:{{}} for a master"
-    );
+    assert_eq!(resp.ext_fields.as_ref().map(|e| e.len()), Some(0), "extFields:{{}} for a master");
 
     let mut client = server.connect().await;
-    let mut req = request(
-        RequestCode::GetRouteinfoByTopic,
-        &[("topic", "TopicTest")],
-        None,
-    );
+    let mut req = request(RequestCode::GetRouteinfoByTopic, &[("topic", "TopicTest")], None);
     req.version = 317;
     let legacy = client.call(req).await;
     assert_eq!(legacy.code, 0);
@@ -63,21 +52,12 @@ async fn registered_topic_route_is_served_in_both_json_forms() {
         r#"{"brokerDatas":[{"brokerAddrs":{0:"192.168.0.47:10911"},"brokerName":"broker-a","cluster":"TestCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":8,"topicSysFlag":0,"writeQueueNums":8}]}"#
     );
     let standard = client
-        .call(request(
-            RequestCode::GetRouteinfoByTopic,
-            &[("topic", "TopicTest")],
-            None,
-        ))
+        .call(request(RequestCode::GetRouteinfoByTopic, &[("topic", "TopicTest")], None))
         .await;
     assert!(body_text(&standard).contains(r#"{"0":"192.168.0.47:10911"}"#));
 
-    let missing = client
-        .call(request(
-            RequestCode::GetRouteinfoByTopic,
-            &[("topic", "Nope")],
-            None,
-        ))
-        .await;
+    let missing =
+        client.call(request(RequestCode::GetRouteinfoByTopic, &[("topic", "Nope")], None)).await;
     assert_eq!(missing.response_code(), ResponseCode::TopicNotExist);
     assert_eq!(
         missing.remark.as_deref(),
@@ -93,9 +73,6 @@ async fn unknown_code_is_not_supported_with_java_remark() {
     req.code = 999;
     let resp = client.call(req).await;
     assert_eq!(resp.code, 3);
-    assert_eq!(
-        resp.remark.as_deref(),
-        Some(" request type 999 not supported")
-    );
+    assert_eq!(resp.remark.as_deref(), Some(" request type 999 not supported"));
     assert!(resp.ext_fields.is_none());
 }

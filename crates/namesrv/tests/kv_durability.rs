@@ -86,7 +86,9 @@ fn acknowledged_puts_survive_sigkill() {
             line.clear();
             let n = stdout.read_line(&mut line).expect("read child stdout");
             assert!(n > 0, "round {round}: child exited before acknowledging {wanted} puts");
-            if let Some((key, value)) = line.trim_end().strip_prefix("ACK ").and_then(|r| r.split_once(' ')) {
+            if let Some((key, value)) =
+                line.trim_end().strip_prefix("ACK ").and_then(|r| r.split_once(' '))
+            {
                 acknowledged.push((key.to_owned(), value.to_owned()));
                 seen += 1;
             }
@@ -104,8 +106,9 @@ fn acknowledged_puts_survive_sigkill() {
         }
         child.wait().expect("reap child");
 
-        let kv = KvStore::load(&path)
-            .unwrap_or_else(|e| panic!("round {round} (seed {seed}): file unreadable after kill: {e}"));
+        let kv = KvStore::load(&path).unwrap_or_else(|e| {
+            panic!("round {round} (seed {seed}): file unreadable after kill: {e}")
+        });
         for (key, value) in &acknowledged {
             assert_eq!(
                 kv.get(NAMESPACE, key).as_deref(),
@@ -115,5 +118,9 @@ fn acknowledged_puts_survive_sigkill() {
         }
     }
     assert!(acknowledged.len() >= ROUNDS as usize);
-    assert!(test_started.elapsed() < Duration::from_secs(60), "durability test took {:?}", test_started.elapsed());
+    assert!(
+        test_started.elapsed() < Duration::from_secs(60),
+        "durability test took {:?}",
+        test_started.elapsed()
+    );
 }

@@ -68,12 +68,9 @@ pub fn register(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         return Ok(register_failed("crc32 not match"));
     }
     let body = register_body(request, header.compressed.unwrap_or(false))?;
-    let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) = (
-        header.cluster_name,
-        header.broker_addr,
-        header.broker_name,
-        header.broker_id,
-    ) else {
+    let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
+        (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
+    else {
         return Err(HandlerError::System(
             "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
         ));
@@ -152,12 +149,9 @@ pub fn query_data_version(state: &State, request: &RemotingCommand) -> HandlerRe
     let cluster = header.cluster_name.unwrap_or_default();
     let addr = header.broker_addr.unwrap_or_default();
     let (changed, stored) =
-        state
-            .routes
-            .query_data_version(&cluster, &addr, data_version, state.now_ms());
-    let mut response = success().with_header(&QueryDataVersionResponseHeader {
-        changed: Some(changed),
-    });
+        state.routes.query_data_version(&cluster, &addr, data_version, state.now_ms());
+    let mut response =
+        success().with_header(&QueryDataVersionResponseHeader { changed: Some(changed) });
     if let Some(stored) = stored {
         response = response.with_body(remoting::body::to_legacy_json(&stored));
     }
@@ -177,28 +171,19 @@ pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
 /// Java: `DefaultRequestProcessor#wipeWritePermOfBroker`
 pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header
-        .broker_name
-        .as_deref()
-        .map_or(0, |name| state.routes.wipe_write_perm(name));
+    let count = header.broker_name.as_deref().map_or(0, |name| state.routes.wipe_write_perm(name));
     info!(broker = ?header.broker_name, count, "wiped write permission");
-    Ok(success().with_header(&WipeWritePermOfBrokerResponseHeader {
-        wipe_topic_count: Some(count),
-    }))
+    Ok(success()
+        .with_header(&WipeWritePermOfBrokerResponseHeader { wipe_topic_count: Some(count) }))
 }
 
 /// 327: set perm to read+write on every queue of a broker group; answers the topic count.
 /// Java: `DefaultRequestProcessor#addWritePermOfBroker`
 pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header
-        .broker_name
-        .as_deref()
-        .map_or(0, |name| state.routes.add_write_perm(name));
+    let count = header.broker_name.as_deref().map_or(0, |name| state.routes.add_write_perm(name));
     info!(broker = ?header.broker_name, count, "added write permission");
-    Ok(success().with_header(&AddWritePermOfBrokerResponseHeader {
-        add_topic_count: Some(count),
-    }))
+    Ok(success().with_header(&AddWritePermOfBrokerResponseHeader { add_topic_count: Some(count) }))
 }
 
 /// 901: the addresses of a broker group. Java keeps the placeholder remark on success.

@@ -22,9 +22,7 @@ where
     let kv = Arc::clone(&state.kv);
     match tokio::task::spawn_blocking(move || op(&kv)).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(HandlerError::System(format!(
-            "kv config not persisted: {e}"
-        ))),
+        Ok(Err(e)) => Err(HandlerError::System(format!("kv config not persisted: {e}"))),
         Err(e) => Err(HandlerError::System(format!("kv config task failed: {e}"))),
     }
 }
@@ -81,10 +79,7 @@ pub fn list_namespace(state: &State, request: &RemotingCommand) -> HandlerResult
         Some(table) => Ok(success_json(&KvTable { table })),
         None => Ok(RemotingCommand::response(
             ResponseCode::QueryNotFound,
-            Some(format!(
-                "No config item, Namespace: {}",
-                or_null(&header.namespace)
-            )),
+            Some(format!("No config item, Namespace: {}", or_null(&header.namespace))),
         )),
     }
 }

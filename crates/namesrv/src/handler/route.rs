@@ -29,25 +29,18 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
 
     let body = if zone.is_some() || config.order_message_enable {
         // Uncommon paths: build the route and encode it for this request only.
-        state
-            .routes
-            .route(topic, support_acting_master)
-            .map(|mut route| {
-                if config.order_message_enable {
-                    route.order_topic_conf = state.kv.get(ORDER_TOPIC_CONFIG, topic);
-                }
-                match zone {
-                    Some(zone) => to_legacy_json(&zone_filter(route, zone)).into(),
-                    None if standard => to_standard_json(&route).into(),
-                    None => to_legacy_json(&route).into(),
-                }
-            })
+        state.routes.route(topic, support_acting_master).map(|mut route| {
+            if config.order_message_enable {
+                route.order_topic_conf = state.kv.get(ORDER_TOPIC_CONFIG, topic);
+            }
+            match zone {
+                Some(zone) => to_legacy_json(&zone_filter(route, zone)).into(),
+                None if standard => to_standard_json(&route).into(),
+                None => to_legacy_json(&route).into(),
+            }
+        })
     } else {
-        let form = if standard {
-            RouteForm::Standard
-        } else {
-            RouteForm::Legacy
-        };
+        let form = if standard { RouteForm::Standard } else { RouteForm::Legacy };
         state.routes.route_body(topic, form, support_acting_master)
     };
     match body {

@@ -64,9 +64,7 @@ pub fn topics_by_cluster(state: &State, request: &RemotingCommand) -> HandlerRes
         return Err(disabled());
     }
     let header: GetTopicsByClusterRequestHeader = request.decode_header();
-    Ok(success_json(&state.routes.topics_by_cluster(
-        header.cluster.as_deref().unwrap_or_default(),
-    )))
+    Ok(success_json(&state.routes.topics_by_cluster(header.cluster.as_deref().unwrap_or_default())))
 }
 
 /// 304: cluster and broker names, with one broker address to ask for the rest.

@@ -41,10 +41,7 @@ impl BodyCache {
                 Some(b) if b.stamp == stamp => break Arc::clone(b),
                 Some(b) if b.stamp > stamp => return encode(),
                 _ => {
-                    let fresh = Arc::new(Bodies {
-                        stamp,
-                        slots: Default::default(),
-                    });
+                    let fresh = Arc::new(Bodies { stamp, slots: Default::default() });
                     let previous = self.0.compare_and_swap(&current, Some(Arc::clone(&fresh)));
                     if previous.as_ref().map(Arc::as_ptr) == current.as_ref().map(Arc::as_ptr) {
                         break fresh;

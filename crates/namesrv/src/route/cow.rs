@@ -18,10 +18,7 @@ pub(super) struct CowMap<V> {
 
 impl<V> Default for CowMap<V> {
     fn default() -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| Arc::new(HashMap::new())).collect(),
-            len: 0,
-        }
+        Self { shards: (0..SHARDS).map(|_| Arc::new(HashMap::new())).collect(), len: 0 }
     }
 }
 
@@ -88,17 +85,11 @@ mod tests {
         a.insert(Arc::from("t1"), 1);
         a.insert(Arc::from("t2"), 2);
         let b = a.clone();
-        assert!(Arc::ptr_eq(
-            &a.shards[shard_of("t1")],
-            &b.shards[shard_of("t1")]
-        ));
+        assert!(Arc::ptr_eq(&a.shards[shard_of("t1")], &b.shards[shard_of("t1")]));
         a.insert(Arc::from("t1"), 10);
         assert_eq!(a.get("t1"), Some(&10));
         assert_eq!(b.get("t1"), Some(&1));
-        assert!(!Arc::ptr_eq(
-            &a.shards[shard_of("t1")],
-            &b.shards[shard_of("t1")]
-        ));
+        assert!(!Arc::ptr_eq(&a.shards[shard_of("t1")], &b.shards[shard_of("t1")]));
         assert_eq!(a.remove("t2"), Some(2));
         assert_eq!(a.remove("t2"), None);
         assert_eq!((a.len(), b.len()), (1, 2));
@@ -110,10 +101,6 @@ mod tests {
         let a: CowMap<u32> = CowMap::default();
         let mut b = a.clone();
         assert_eq!(b.remove("nope"), None);
-        assert!(a
-            .shards
-            .iter()
-            .zip(&b.shards)
-            .all(|(x, y)| Arc::ptr_eq(x, y)));
+        assert!(a.shards.iter().zip(&b.shards).all(|(x, y)| Arc::ptr_eq(x, y)));
     }
 }

@@ -14,10 +14,7 @@ impl RouteTable {
     /// Refreshes the live entry of (cluster, addr); false when there is none.
     /// Java: `RouteInfoManager#updateBrokerInfoUpdateTimestamp`
     pub fn heartbeat(&self, cluster: &str, addr: &str, now_ms: u64) -> bool {
-        self.live
-            .get(cluster, addr)
-            .map(|live| live.touch(now_ms))
-            .is_some()
+        self.live.get(cluster, addr).map(|live| live.touch(now_ms)).is_some()
     }
 
     /// QUERY_DATA_VERSION: `changed` is true when there is no live entry or its DataVersion differs
@@ -77,16 +74,9 @@ impl RouteTable {
         addr: &Arc<str>,
         live: &Live,
     ) -> UnregisterRequest {
-        let holder = self
-            .groups
-            .values()
-            .filter(|g| g.cluster == *cluster)
-            .find_map(|g| {
-                g.addrs
-                    .iter()
-                    .find(|(_, a)| *a == addr)
-                    .map(|(id, _)| (g.name.to_string(), *id))
-            });
+        let holder = self.groups.values().filter(|g| g.cluster == *cluster).find_map(|g| {
+            g.addrs.iter().find(|(_, a)| *a == addr).map(|(id, _)| (g.name.to_string(), *id))
+        });
         let orphan = holder.is_none();
         let (broker_name, broker_id) =
             holder.map_or((String::new(), None), |(name, id)| (name, Some(id)));
@@ -95,11 +85,7 @@ impl RouteTable {
             broker_addr: addr.to_string(),
             broker_name,
             broker_id,
-            fence: Some(Fence {
-                generation: live.generation,
-                conn: live.conn,
-                orphan,
-            }),
+            fence: Some(Fence { generation: live.generation, conn: live.conn, orphan }),
         }
     }
 }

@@ -55,11 +55,7 @@ impl RouteTable {
     /// Java: `RouteInfoManager#pickupTopicRouteData`
     pub fn pickup_route(&self, topic: &str, support_acting_master: bool) -> Option<TopicRouteData> {
         let entry = self.topics.get(topic)?;
-        let queue_datas = entry
-            .queues
-            .iter()
-            .map(|(b, spec)| spec.to_queue_data(b))
-            .collect();
+        let queue_datas = entry.queues.iter().map(|(b, spec)| spec.to_queue_data(b)).collect();
         let mut broker_datas = Vec::with_capacity(entry.queues.len());
         let mut filter_server_table = BTreeMap::new();
         for (broker, _) in entry.queues.iter() {
@@ -104,8 +100,7 @@ impl RouteTable {
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
         debug_assert!(variant < VARIANTS);
         entry.cache.get_or_encode(self.broker_gen, variant, || {
-            self.pickup_route(topic, support_acting_master)
-                .map(|route| encode_route(&route, form))
+            self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
         })
     }
 
@@ -131,10 +126,7 @@ impl RouteTable {
     pub fn all_topics(&self) -> TopicList {
         let mut topics: Vec<String> = self.topics.iter().map(|(t, _)| t.to_string()).collect();
         topics.sort_unstable();
-        TopicList {
-            broker_addr: None,
-            topic_list: topics,
-        }
+        TopicList { broker_addr: None, topic_list: topics }
     }
 
     /// Topics with a queue on any group of `cluster` (empty for an unknown cluster).
@@ -150,10 +142,7 @@ impl RouteTable {
             .map(|(t, _)| t.to_string())
             .collect();
         topics.sort_unstable();
-        TopicList {
-            broker_addr: None,
-            topic_list: topics,
-        }
+        TopicList { broker_addr: None, topic_list: topics }
     }
 
     /// GET_SYSTEM_TOPIC_LIST_FROM_NS: every cluster name and broker name, plus the lowest-id
@@ -165,15 +154,9 @@ impl RouteTable {
             names.insert(cluster.to_string());
             names.extend(brokers.iter().map(|b| b.to_string()));
         }
-        let broker_addr = self
-            .groups
-            .values()
-            .find_map(|g| g.addrs.values().next())
-            .map(|a| a.to_string());
-        TopicList {
-            broker_addr,
-            topic_list: names.into_iter().collect(),
-        }
+        let broker_addr =
+            self.groups.values().find_map(|g| g.addrs.values().next()).map(|a| a.to_string());
+        TopicList { broker_addr, topic_list: names.into_iter().collect() }
     }
 
     /// Unit-topic lists (311/312/313), judged on the sysflag of each topic's first QueueData
@@ -184,18 +167,12 @@ impl RouteTable {
             .topics
             .iter()
             .filter(|(_, entry)| {
-                entry
-                    .queues
-                    .first()
-                    .is_some_and(|(_, spec)| kind.matches(spec.topic_sys_flag))
+                entry.queues.first().is_some_and(|(_, spec)| kind.matches(spec.topic_sys_flag))
             })
             .map(|(t, _)| t.to_string())
             .collect();
         topics.sort_unstable();
-        TopicList {
-            broker_addr: None,
-            topic_list: topics,
-        }
+        TopicList { broker_addr: None, topic_list: topics }
     }
 
     /// The members of a group (the cluster is echoed, not checked; unknown group ⇒ no members).
@@ -239,11 +216,7 @@ fn apply_acting_master(route: &mut TopicRouteData) {
         if addrs.is_empty() || addrs.contains_key(&0) || !bd.enable_acting_master {
             continue;
         }
-        let Some(queue) = route
-            .queue_datas
-            .iter()
-            .find(|q| q.broker_name == bd.broker_name)
-        else {
+        let Some(queue) = route.queue_datas.iter().find(|q| q.broker_name == bd.broker_name) else {
             continue;
         };
         if !perm::is_writeable(queue.perm) {
@@ -282,20 +255,14 @@ fn java_equals_ignore_case(a: &str, b: &str) -> bool {
 /// addresses' filter servers.
 /// Java: `ZoneRouteRPCHook#filterByZoneName`
 pub fn zone_filter(mut route: TopicRouteData, zone: &str) -> TopicRouteData {
-    let (kept, removed): (Vec<_>, Vec<_>) = std::mem::take(&mut route.broker_datas)
-        .into_iter()
-        .partition(|bd| {
+    let (kept, removed): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut route.broker_datas).into_iter().partition(|bd| {
             !bd.broker_addrs.0.contains_key(&0)
-                || bd
-                    .zone_name
-                    .as_deref()
-                    .is_some_and(|z| java_equals_ignore_case(z, zone))
+                || bd.zone_name.as_deref().is_some_and(|z| java_equals_ignore_case(z, zone))
         });
     route.broker_datas = kept;
     let removed_names: BTreeSet<&str> = removed.iter().map(|bd| bd.broker_name.as_str()).collect();
-    route
-        .queue_datas
-        .retain(|q| !removed_names.contains(q.broker_name.as_str()));
+    route.queue_datas.retain(|q| !removed_names.contains(q.broker_name.as_str()));
     for bd in &removed {
         for addr in bd.broker_addrs.0.values() {
             route.filter_server_table.remove(addr);

@@ -51,20 +51,14 @@ impl RouteTable {
         // 1. Cluster membership.
         let cluster = self.cluster_key(&cluster);
         let before = self.groups.get(broker_name.as_str()).cloned();
-        let name: Arc<str> = before
-            .as_ref()
-            .map_or_else(|| Arc::from(broker_name.as_str()), |g| g.name.clone());
-        self.clusters
-            .entry(cluster.clone())
-            .or_default()
-            .insert(name.clone());
+        let name: Arc<str> =
+            before.as_ref().map_or_else(|| Arc::from(broker_name.as_str()), |g| g.name.clone());
+        self.clusters.entry(cluster.clone()).or_default().insert(name.clone());
 
         // 2. The group (created empty; its cluster is fixed from now on).
         let mut register_first = before.is_none();
-        let mut group = before
-            .as_deref()
-            .cloned()
-            .unwrap_or_else(|| Group::new(cluster.clone(), name.clone()));
+        let mut group =
+            before.as_deref().cloned().unwrap_or_else(|| Group::new(cluster.clone(), name.clone()));
 
         // 3. Acting master and zone: every member's registration overwrites them.
         let old_version_broker = enable_acting_master.is_none();
@@ -75,18 +69,14 @@ impl RouteTable {
         let min_id_changed = broker_id < group.min_id().unwrap_or(0);
 
         // 5. Role switch: an address appears under one id only.
-        group
-            .addrs
-            .retain(|id, addr| !(**addr == *broker_addr && *id != broker_id));
+        group.addrs.retain(|id, addr| !(**addr == *broker_addr && *id != broker_id));
 
         // 6. Conflict fence: the id's current holder is live with a newer stateVersion.
         if let Some(old_addr) = group.addrs.get(&broker_id) {
             if **old_addr != *broker_addr {
                 if let Some(old_live) = self.live.get(&cluster, old_addr) {
-                    let (old_sv, new_sv) = (
-                        old_live.data_version.state_version,
-                        wrapper.data_version.state_version,
-                    );
+                    let (old_sv, new_sv) =
+                        (old_live.data_version.state_version, wrapper.data_version.state_version);
                     if old_sv > new_sv {
                         warn!(
                             cluster = %cluster, broker = %name, broker_id, old = %old_addr, old_state_version = old_sv,
@@ -143,12 +133,8 @@ impl RouteTable {
                     .collect();
                 for topic in gone {
                     let next = self.topics.get(&topic).and_then(|entry| {
-                        let rest: Vec<_> = entry
-                            .queues
-                            .iter()
-                            .filter(|(b, _)| *b != name)
-                            .cloned()
-                            .collect();
+                        let rest: Vec<_> =
+                            entry.queues.iter().filter(|(b, _)| *b != name).cloned().collect();
                         (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest))
                     });
                     info!(broker = %name, topic = %topic, "deleteTopic with broker registration");
@@ -163,16 +149,9 @@ impl RouteTable {
                 };
                 let changed = register_first
                     || broker_changed
-                    || self
-                        .topics
-                        .get(topic)
-                        .is_none_or(|entry| entry.queue(&name).is_none());
+                    || self.topics.get(topic).is_none_or(|entry| entry.queue(&name).is_none());
                 if changed {
-                    let perm = if wipe_write {
-                        tc.perm & !perm::WRITE
-                    } else {
-                        tc.perm
-                    };
+                    let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
                     self.put_queue(topic, &name, QueueSpec::from_topic_config(tc, perm));
                 }
             }
@@ -183,16 +162,13 @@ impl RouteTable {
                     let Some(bname) = info.bname.as_deref() else {
                         continue; // Java would key it by null; no such mapping is routable.
                     };
-                    let mut map = self
-                        .mappings
-                        .get(topic)
-                        .map_or_else(BTreeMap::new, |m| (**m).clone());
+                    let mut map =
+                        self.mappings.get(topic).map_or_else(BTreeMap::new, |m| (**m).clone());
                     if map.get(bname) == Some(info) {
                         continue;
                     }
                     map.insert(bname.to_owned(), info.clone());
-                    self.mappings
-                        .insert(Arc::from(topic.as_str()), Arc::new(map));
+                    self.mappings.insert(Arc::from(topic.as_str()), Arc::new(map));
                     if let Some((key, entry)) = self.topics.get_key_value(topic) {
                         let (key, entry) = (key.clone(), entry.refreshed());
                         self.set_topic(key, Some(entry));
@@ -219,11 +195,7 @@ impl RouteTable {
         if let Some(list) = filter_server_list {
             if list.is_empty() {
                 self.remove_filter(&cluster, &addr);
-            } else if self
-                .filters
-                .get(&cluster, &addr)
-                .is_none_or(|old| **old != *list)
-            {
+            } else if self.filters.get(&cluster, &addr).is_none_or(|old| **old != *list) {
                 self.filters.insert(&cluster, &addr, Arc::from(list));
                 self.broker_gen += 1;
             }
@@ -259,10 +231,7 @@ impl RouteTable {
             return true;
         }
         let known = |table: &RouteTable, qd: &QueueData| {
-            table
-                .groups
-                .get_key_value(qd.broker_name.as_str())
-                .map(|(k, _)| k.clone())
+            table.groups.get_key_value(qd.broker_name.as_str()).map(|(k, _)| k.clone())
         };
         if self.topics.contains_key(topic) {
             for qd in &queue_datas {
@@ -286,10 +255,7 @@ impl RouteTable {
                 queues.push((broker, QueueSpec::from_queue_data(qd)));
             }
             info!(topic, "register topic route");
-            self.set_topic(
-                Arc::from(topic),
-                Some(super::table::TopicEntry::new(queues)),
-            );
+            self.set_topic(Arc::from(topic), Some(super::table::TopicEntry::new(queues)));
             true
         }
     }

@@ -61,19 +61,14 @@ impl Default for Routes {
 
 impl fmt::Debug for Routes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Routes")
-            .field(&**self.current.load())
-            .finish()
+        f.debug_tuple("Routes").field(&**self.current.load()).finish()
     }
 }
 
 impl Routes {
     /// Empty tables.
     pub fn new() -> Self {
-        Self {
-            current: ArcSwap::from_pointee(RouteTable::new()),
-            writer: Mutex::new(()),
-        }
+        Self { current: ArcSwap::from_pointee(RouteTable::new()), writer: Mutex::new(()) }
     }
 
     /// The current snapshot, for reads not covered below (or many reads on one consistent state).
@@ -115,16 +110,12 @@ impl Routes {
         form: RouteForm,
         support_acting_master: bool,
     ) -> Option<Bytes> {
-        self.current
-            .load()
-            .route_body(topic, form, support_acting_master)
+        self.current.load().route_body(topic, form, support_acting_master)
     }
 
     /// The route itself, uncached (for `orderTopicConf` or the zone filter).
     pub fn route(&self, topic: &str, support_acting_master: bool) -> Option<TopicRouteData> {
-        self.current
-            .load()
-            .pickup_route(topic, support_acting_master)
+        self.current.load().pickup_route(topic, support_acting_master)
     }
 
     /// WIPE_WRITE_PERM_OF_BROKER. See [`RouteTable::wipe_write_perm`].
@@ -180,9 +171,7 @@ impl Routes {
         cluster: &str,
         broker_name: &str,
     ) -> GetBrokerMemberGroupResponseBody {
-        self.current
-            .load()
-            .broker_member_group(cluster, broker_name)
+        self.current.load().broker_member_group(cluster, broker_name)
     }
 
     /// BROKER_HEARTBEAT (lock-free). See [`RouteTable::heartbeat`].
@@ -198,9 +187,7 @@ impl Routes {
         data_version: Option<DataVersion>,
         now_ms: u64,
     ) -> (bool, Option<DataVersion>) {
-        self.current
-            .load()
-            .query_data_version(cluster, addr, data_version, now_ms)
+        self.current.load().query_data_version(cluster, addr, data_version, now_ms)
     }
 
     /// The liveness scan (lock-free; decisions only). See [`RouteTable::expire_inactive`].

@@ -29,13 +29,7 @@ pub(super) struct Group {
 
 impl Group {
     pub(super) fn new(cluster: Arc<str>, name: Arc<str>) -> Self {
-        Self {
-            cluster,
-            name,
-            addrs: BTreeMap::new(),
-            zone_name: None,
-            enable_acting_master: false,
-        }
+        Self { cluster, name, addrs: BTreeMap::new(), zone_name: None, enable_acting_master: false }
     }
 
     pub(super) fn min_id(&self) -> Option<i64> {
@@ -114,10 +108,7 @@ impl TopicEntry {
     pub(super) fn new(mut queues: Vec<(Arc<str>, QueueSpec)>) -> Self {
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         queues.dedup_by(|later, earlier| later.0 == earlier.0);
-        Self {
-            queues: queues.into_boxed_slice(),
-            cache: BodyCache::default(),
-        }
+        Self { queues: queues.into_boxed_slice(), cache: BodyCache::default() }
     }
 
     pub(super) fn queue(&self, broker: &str) -> Option<&QueueSpec> {
@@ -129,22 +120,15 @@ impl TopicEntry {
 
     /// This entry with `broker`'s queue set to `spec` (added or replaced).
     pub(super) fn with_queue(&self, broker: &Arc<str>, spec: QueueSpec) -> Self {
-        let mut queues: Vec<_> = self
-            .queues
-            .iter()
-            .filter(|(name, _)| name != broker)
-            .cloned()
-            .collect();
+        let mut queues: Vec<_> =
+            self.queues.iter().filter(|(name, _)| name != broker).cloned().collect();
         queues.push((broker.clone(), spec));
         Self::new(queues)
     }
 
     /// The same queues with a fresh cache (a static-topic mapping changed).
     pub(super) fn refreshed(&self) -> Self {
-        Self {
-            queues: self.queues.clone(),
-            cache: BodyCache::default(),
-        }
+        Self { queues: self.queues.clone(), cache: BodyCache::default() }
     }
 }
 
@@ -181,9 +165,7 @@ pub(super) struct ByAddr<V> {
 
 impl<V> Default for ByAddr<V> {
     fn default() -> Self {
-        Self {
-            map: HashMap::new(),
-        }
+        Self { map: HashMap::new() }
     }
 }
 
@@ -193,10 +175,7 @@ impl<V> ByAddr<V> {
     }
 
     pub(super) fn insert(&mut self, cluster: &Arc<str>, addr: &Arc<str>, value: V) -> Option<V> {
-        self.map
-            .entry(cluster.clone())
-            .or_default()
-            .insert(addr.clone(), value)
+        self.map.entry(cluster.clone()).or_default().insert(addr.clone(), value)
     }
 
     pub(super) fn remove(&mut self, cluster: &str, addr: &str) -> Option<V> {
@@ -289,9 +268,7 @@ impl RouteTable {
 
     /// The table's own `Arc` for a cluster name, or a new one.
     pub(super) fn cluster_key(&self, cluster: &str) -> Arc<str> {
-        self.clusters
-            .get_key_value(cluster)
-            .map_or_else(|| Arc::from(cluster), |(k, _)| k.clone())
+        self.clusters.get_key_value(cluster).map_or_else(|| Arc::from(cluster), |(k, _)| k.clone())
     }
 
     /// Stores `group` unless it equals `before`; any change invalidates cached route bodies.
@@ -329,9 +306,7 @@ impl RouteTable {
 
     /// The table's key for `topic` if present, else a new `Arc`.
     pub(super) fn topic_key(&self, topic: &str) -> Arc<str> {
-        self.topics
-            .get_key_value(topic)
-            .map_or_else(|| Arc::from(topic), |(k, _)| k.clone())
+        self.topics.get_key_value(topic).map_or_else(|| Arc::from(topic), |(k, _)| k.clone())
     }
 
     /// Sets `broker`'s queue of `topic`, creating the topic; identical content is a no-op.
@@ -378,10 +353,7 @@ impl RouteTable {
                     (b.clone(), spec)
                 })
                 .collect();
-            changes.push((
-                topic.clone(),
-                (!queues.is_empty()).then(|| TopicEntry::new(queues)),
-            ));
+            changes.push((topic.clone(), (!queues.is_empty()).then(|| TopicEntry::new(queues))));
         }
         for (topic, entry) in changes {
             self.set_topic(topic, entry);

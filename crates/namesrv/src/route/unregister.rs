@@ -119,12 +119,7 @@ impl RouteTable {
                 let Some(names) = self.clusters.get(cluster) else {
                     return;
                 };
-                entry
-                    .queues
-                    .iter()
-                    .filter(|(b, _)| !names.contains(b))
-                    .cloned()
-                    .collect()
+                entry.queues.iter().filter(|(b, _)| !names.contains(b)).cloned().collect()
             }
         };
         if queues.len() == entry.queues.len() {
@@ -159,11 +154,8 @@ impl RouteTable {
             count = count.saturating_add(1);
             let new_perm = op(spec.perm);
             if new_perm != spec.perm {
-                let broker = entry
-                    .queues
-                    .iter()
-                    .find(|(b, _)| &**b == broker_name)
-                    .map(|(b, _)| b.clone());
+                let broker =
+                    entry.queues.iter().find(|(b, _)| &**b == broker_name).map(|(b, _)| b.clone());
                 if let Some(broker) = broker {
                     let mut spec = *spec;
                     spec.perm = new_perm;

@@ -51,10 +51,7 @@ pub struct Negotiated {
 
 impl std::fmt::Debug for Negotiated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Negotiated")
-            .field("peer", &self.peer)
-            .field("tls", &self.tls)
-            .finish()
+        f.debug_struct("Negotiated").field("peer", &self.peer).field("tls", &self.tls).finish()
     }
 }
 
@@ -134,40 +131,19 @@ async fn negotiate_untimed(
         }
         let acceptor = tls.acceptor().ok_or(TransportError::NoTlsContext)?;
         let stream: BoxedStream = if replay.is_empty() {
-            Box::pin(
-                acceptor
-                    .accept(tcp)
-                    .await
-                    .map_err(TransportError::Handshake)?,
-            )
+            Box::pin(acceptor.accept(tcp).await.map_err(TransportError::Handshake)?)
         } else {
             let io = Rewind::new(replay, tcp);
-            Box::pin(
-                acceptor
-                    .accept(io)
-                    .await
-                    .map_err(TransportError::Handshake)?,
-            )
+            Box::pin(acceptor.accept(io).await.map_err(TransportError::Handshake)?)
         };
-        return Ok(Negotiated {
-            stream,
-            peer,
-            tls: true,
-        });
+        return Ok(Negotiated { stream, peer, tls: true });
     }
     if tls.mode() == TlsMode::Enforcing {
         return Err(TransportError::PlaintextRefused);
     }
-    let stream: BoxedStream = if replay.is_empty() {
-        Box::pin(tcp)
-    } else {
-        Box::pin(Rewind::new(replay, tcp))
-    };
-    Ok(Negotiated {
-        stream,
-        peer,
-        tls: false,
-    })
+    let stream: BoxedStream =
+        if replay.is_empty() { Box::pin(tcp) } else { Box::pin(Rewind::new(replay, tcp)) };
+    Ok(Negotiated { stream, peer, tls: false })
 }
 
 /// Waits for the first unread byte without consuming it.

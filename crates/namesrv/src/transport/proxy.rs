@@ -7,9 +7,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The 12-byte PROXY protocol v2 signature.
-pub const V2_SIGNATURE: [u8; 12] = [
-    0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A,
-];
+pub const V2_SIGNATURE: [u8; 12] =
+    [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A];
 
 /// The text every v1 header starts with (Netty matches these 5 bytes, without the space).
 const V1_PREFIX: &[u8] = b"PROXY";
@@ -119,34 +118,22 @@ fn decode_v1(buf: &[u8]) -> Result<Decoded, ProxyError> {
     if parts.next() != Some("PROXY") {
         return Err(ProxyError::V1Malformed("missing `PROXY ` prefix"));
     }
-    let proto = parts
-        .next()
-        .ok_or(ProxyError::V1Malformed("missing protocol"))?;
+    let proto = parts.next().ok_or(ProxyError::V1Malformed("missing protocol"))?;
     let v4 = match proto {
         // UNKNOWN: the rest of the line is ignored (haproxy spec 2.1).
         "UNKNOWN" => {
             return Ok(Decoded::Header {
-                header: ProxyHeader {
-                    version: 1,
-                    source: None,
-                    destination: None,
-                },
+                header: ProxyHeader { version: 1, source: None, destination: None },
                 len,
             })
         }
         "TCP4" => true,
         "TCP6" => false,
-        _ => {
-            return Err(ProxyError::V1Malformed(
-                "protocol is not TCP4, TCP6 or UNKNOWN",
-            ))
-        }
+        _ => return Err(ProxyError::V1Malformed("protocol is not TCP4, TCP6 or UNKNOWN")),
     };
     let fields: Vec<&str> = parts.collect();
     let [src, dst, sport, dport] = fields[..] else {
-        return Err(ProxyError::V1Malformed(
-            "expected 4 fields after the protocol",
-        ));
+        return Err(ProxyError::V1Malformed("expected 4 fields after the protocol"));
     };
     let src = parse_ip(src, v4)?;
     let dst = parse_ip(dst, v4)?;
@@ -178,8 +165,7 @@ fn parse_port(text: &str) -> Result<u16, ProxyError> {
     if text.is_empty() || text.len() > 5 || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ProxyError::V1Malformed("invalid port"));
     }
-    text.parse()
-        .map_err(|_| ProxyError::V1Malformed("invalid port"))
+    text.parse().map_err(|_| ProxyError::V1Malformed("invalid port"))
 }
 
 /// Decodes a v2 binary header; `buf` starts with the 12-byte signature.
@@ -213,20 +199,13 @@ fn decode_v2(buf: &[u8]) -> Result<Decoded, ProxyError> {
     if buf.len() < len {
         return Ok(Decoded::Incomplete);
     }
-    let none = ProxyHeader {
-        version: 2,
-        source: None,
-        destination: None,
-    };
+    let none = ProxyHeader { version: 2, source: None, destination: None };
     // LOCAL: health checks from the proxy itself; the address block (if any) is skipped.
     if local {
         return Ok(Decoded::Header { header: none, len });
     }
     if block_len < need {
-        return Err(ProxyError::V2ShortAddress {
-            len: block_len,
-            need,
-        });
+        return Err(ProxyError::V2ShortAddress { len: block_len, need });
     }
     let block = &buf[16..len];
     let header = match family {
@@ -316,16 +295,9 @@ mod tests {
             assert_eq!(decode(&b"PROXY"[..n]), Ok(Decoded::Incomplete), "{n}");
         }
         for n in 1..16 {
-            assert_eq!(
-                decode(&v2(0x21, 0x11, &[0; 12])[..n]),
-                Ok(Decoded::Incomplete),
-                "{n}"
-            );
+            assert_eq!(decode(&v2(0x21, 0x11, &[0; 12])[..n]), Ok(Decoded::Incomplete), "{n}");
         }
-        assert_eq!(
-            decode(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r"),
-            Ok(Decoded::Incomplete)
-        );
+        assert_eq!(decode(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r"), Ok(Decoded::Incomplete));
         let full = v2(0x21, 0x11, &[0; 12]);
         assert_eq!(decode(&full[..full.len() - 1]), Ok(Decoded::Incomplete));
     }
@@ -371,13 +343,7 @@ mod tests {
         assert_eq!(decode(&line), Ok(Decoded::Incomplete));
         line.truncate(V1_MAX_LEN - 2);
         line.extend_from_slice(b"\r\n");
-        assert!(matches!(
-            decode(&line),
-            Ok(Decoded::Header {
-                len: V1_MAX_LEN,
-                ..
-            })
-        ));
+        assert!(matches!(decode(&line), Ok(Decoded::Header { len: V1_MAX_LEN, .. })));
     }
 
     #[test]
@@ -422,22 +388,10 @@ mod tests {
 
     #[test]
     fn malformed_v2_headers_are_errors() {
-        assert_eq!(
-            decode(&v2(0x11, 0x11, &[0; 12])),
-            Err(ProxyError::V2Version(1))
-        );
-        assert_eq!(
-            decode(&v2(0x22, 0x11, &[0; 12])),
-            Err(ProxyError::V2Command(2))
-        );
-        assert_eq!(
-            decode(&v2(0x21, 0x41, &[0; 12])),
-            Err(ProxyError::V2Family(4))
-        );
-        assert_eq!(
-            decode(&v2(0x21, 0x13, &[0; 12])),
-            Err(ProxyError::V2Transport(3))
-        );
+        assert_eq!(decode(&v2(0x11, 0x11, &[0; 12])), Err(ProxyError::V2Version(1)));
+        assert_eq!(decode(&v2(0x22, 0x11, &[0; 12])), Err(ProxyError::V2Command(2)));
+        assert_eq!(decode(&v2(0x21, 0x41, &[0; 12])), Err(ProxyError::V2Family(4)));
+        assert_eq!(decode(&v2(0x21, 0x13, &[0; 12])), Err(ProxyError::V2Transport(3)));
         assert_eq!(
             decode(&v2(0x21, 0x11, &[0; 11])),
             Err(ProxyError::V2ShortAddress { len: 11, need: 12 })

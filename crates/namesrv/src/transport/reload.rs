@@ -106,45 +106,19 @@ impl Watcher {
     fn new(settings: &TlsSettings) -> Self {
         let mut files: Vec<Watched> = Vec::new();
         let candidates = [
-            (
-                &settings.cert_path,
-                Roles {
-                    cert: true,
-                    ..Roles::default()
-                },
-            ),
-            (
-                &settings.key_path,
-                Roles {
-                    key: true,
-                    ..Roles::default()
-                },
-            ),
-            (
-                &settings.trust_cert_path,
-                Roles {
-                    trust: true,
-                    ..Roles::default()
-                },
-            ),
+            (&settings.cert_path, Roles { cert: true, ..Roles::default() }),
+            (&settings.key_path, Roles { key: true, ..Roles::default() }),
+            (&settings.trust_cert_path, Roles { trust: true, ..Roles::default() }),
         ];
         for (path, roles) in candidates {
             let Some(path) = path else { continue };
             if let Some(existing) = files.iter_mut().find(|w| &w.path == path) {
                 existing.roles.merge(roles);
             } else if let Some(hash) = hash_file(path) {
-                files.push(Watched {
-                    path: path.clone(),
-                    roles,
-                    hash,
-                });
+                files.push(Watched { path: path.clone(), roles, hash });
             }
         }
-        Watcher {
-            files,
-            cert_changed: false,
-            key_changed: false,
-        }
+        Watcher { files, cert_changed: false, key_changed: false }
     }
 
     /// Roles whose file content changed since the last poll. Unreadable files are skipped.
@@ -214,12 +188,7 @@ mod tests {
         for p in [&cert, &key, &trust] {
             std::fs::write(p, "v1").unwrap();
         }
-        Files {
-            _dir: dir,
-            cert,
-            key,
-            trust,
-        }
+        Files { _dir: dir, cert, key, trust }
     }
 
     fn settings(f: &Files) -> TlsSettings {
@@ -239,13 +208,7 @@ mod tests {
         assert!(!w.should_reload(changed));
         std::fs::write(&f.cert, "v2").unwrap();
         let changed = w.poll();
-        assert_eq!(
-            changed,
-            Roles {
-                cert: true,
-                ..Roles::default()
-            }
-        );
+        assert_eq!(changed, Roles { cert: true, ..Roles::default() });
         assert!(!w.should_reload(changed));
         std::fs::write(&f.key, "v2").unwrap();
         let changed = w.poll();
@@ -276,10 +239,7 @@ mod tests {
     #[test]
     fn one_file_holding_cert_and_key_triggers_a_reload() {
         let f = files();
-        let s = TlsSettings {
-            key_path: Some(f.cert.clone()),
-            ..settings(&f)
-        };
+        let s = TlsSettings { key_path: Some(f.cert.clone()), ..settings(&f) };
         let mut w = Watcher::new(&s);
         assert_eq!(w.files.len(), 2);
         std::fs::write(&f.cert, "both").unwrap();
@@ -291,11 +251,7 @@ mod tests {
     fn failed_reload_keeps_flags_and_success_resets_them() {
         let f = files();
         // Test mode off and a cert that is not PEM: every reload fails.
-        let s = TlsSettings {
-            test_mode: false,
-            trust_cert_path: None,
-            ..settings(&f)
-        };
+        let s = TlsSettings { test_mode: false, trust_cert_path: None, ..settings(&f) };
         let ctx = TlsContext::without_acceptor(s.clone());
         let mut w = Watcher::new(&s);
         std::fs::write(&f.cert, "v2").unwrap();
@@ -304,10 +260,7 @@ mod tests {
         assert!(w.cert_changed && w.key_changed);
         assert!(ctx.acceptor().is_none());
         // Test mode on: the reload succeeds (self-signed) and the flags reset.
-        let ctx = TlsContext::without_acceptor(TlsSettings {
-            test_mode: true,
-            ..s
-        });
+        let ctx = TlsContext::without_acceptor(TlsSettings { test_mode: true, ..s });
         std::fs::write(&f.key, "v3").unwrap();
         w.step(&ctx);
         assert!(!w.cert_changed && !w.key_changed);

@@ -110,10 +110,7 @@ impl Default for TlsSettings {
 impl TlsSettings {
     /// Settings with TLS refused on every connection.
     pub fn disabled() -> Self {
-        TlsSettings {
-            mode: TlsMode::Disabled,
-            ..TlsSettings::default()
-        }
+        TlsSettings { mode: TlsMode::Disabled, ..TlsSettings::default() }
     }
 
     /// Reads every `tls.server.*` / `tls.test.mode.enable` key from one source.
@@ -155,10 +152,7 @@ impl TlsSettings {
     pub fn config_file_path(lookup: impl Fn(&str) -> Option<String>) -> PathBuf {
         lookup(KEY_CONFIG_FILE)
             .filter(|v| !v.trim().is_empty())
-            .map_or_else(
-                || PathBuf::from(DEFAULT_CONFIG_FILE),
-                |v| PathBuf::from(v.trim()),
-            )
+            .map_or_else(|| PathBuf::from(DEFAULT_CONFIG_FILE), |v| PathBuf::from(v.trim()))
     }
 }
 
@@ -168,10 +162,8 @@ mod tests {
     use std::collections::HashMap;
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         move |k| map.get(k).cloned()
     }
 
@@ -225,11 +217,8 @@ mod tests {
 
     #[test]
     fn config_file_overrides_everything_but_the_mode() {
-        let primary = lookup(&[
-            (KEY_MODE, "enforcing"),
-            (KEY_CERT_PATH, "/a.pem"),
-            (KEY_KEY_PATH, "/a.key"),
-        ]);
+        let primary =
+            lookup(&[(KEY_MODE, "enforcing"), (KEY_CERT_PATH, "/a.pem"), (KEY_KEY_PATH, "/a.key")]);
         let file = lookup(&[(KEY_MODE, "disabled"), (KEY_CERT_PATH, "/b.pem")]);
         let s = TlsSettings::from_layers(primary, file);
         assert_eq!(s.mode, TlsMode::Enforcing);
@@ -239,14 +228,8 @@ mod tests {
 
     #[test]
     fn config_file_path_defaults_to_etc_rocketmq() {
-        assert_eq!(
-            TlsSettings::config_file_path(|_| None),
-            PathBuf::from(DEFAULT_CONFIG_FILE)
-        );
+        assert_eq!(TlsSettings::config_file_path(|_| None), PathBuf::from(DEFAULT_CONFIG_FILE));
         let l = lookup(&[(KEY_CONFIG_FILE, "/tmp/tls.properties")]);
-        assert_eq!(
-            TlsSettings::config_file_path(l),
-            PathBuf::from("/tmp/tls.properties")
-        );
+        assert_eq!(TlsSettings::config_file_path(l), PathBuf::from("/tmp/tls.properties"));
     }
 }

@@ -101,27 +101,18 @@ impl TlsContext {
         } else {
             Some(Arc::new(build(&settings)?))
         };
-        Ok(TlsContext {
-            settings,
-            current: ArcSwapOption::new(current),
-        })
+        Ok(TlsContext { settings, current: ArcSwapOption::new(current) })
     }
 
     /// A context whose mode is `disabled`: a TLS ClientHello closes the connection.
     pub fn disabled() -> Self {
-        TlsContext {
-            settings: TlsSettings::disabled(),
-            current: ArcSwapOption::empty(),
-        }
+        TlsContext { settings: TlsSettings::disabled(), current: ArcSwapOption::empty() }
     }
 
     /// A context with `settings` but no acceptor: TLS connections are closed until a reload succeeds
     /// (Java's behaviour when the SSL context fails to build at start-up).
     pub fn without_acceptor(settings: TlsSettings) -> Self {
-        TlsContext {
-            settings,
-            current: ArcSwapOption::empty(),
-        }
+        TlsContext { settings, current: ArcSwapOption::empty() }
     }
 
     /// The TLS mode.
@@ -176,16 +167,9 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
             key: KEY_KEY_PATH,
             why: "when tls.test.mode.enable is false",
         })?;
-        (
-            load_certs(cert_path)?,
-            load_key(key_path, settings.key_password.as_deref())?,
-        )
+        (load_certs(cert_path)?, load_key(key_path, settings.key_password.as_deref())?)
     };
-    let roots = settings
-        .trust_cert_path
-        .as_deref()
-        .map(load_roots)
-        .transpose()?;
+    let roots = settings.trust_cert_path.as_deref().map(load_roots).transpose()?;
     // Test mode asks for an optional client certificate (Java: ClientAuth.OPTIONAL); without a trust
     // certificate there is nothing to check one against, so none is asked for.
     let client_auth = match (settings.test_mode, settings.client_auth) {
@@ -195,10 +179,7 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
     };
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| TlsError::Invalid {
-            key: KEY_CERT_PATH,
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| TlsError::Invalid { key: KEY_CERT_PATH, reason: e.to_string() })?;
     let builder = match (client_auth, roots) {
         (ClientAuth::None, _) => builder.with_no_client_auth(),
         (_, None) => {
@@ -215,21 +196,16 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
             } else {
                 verifier
             };
-            let verifier = verifier.build().map_err(|e| TlsError::Invalid {
-                key: KEY_CLIENT_AUTH,
-                reason: e.to_string(),
-            })?;
+            let verifier = verifier
+                .build()
+                .map_err(|e| TlsError::Invalid { key: KEY_CLIENT_AUTH, reason: e.to_string() })?;
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let signing_key =
-        provider
-            .key_provider
-            .load_private_key(key)
-            .map_err(|e| TlsError::Invalid {
-                key: KEY_KEY_PATH,
-                reason: e.to_string(),
-            })?;
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| TlsError::Invalid { key: KEY_KEY_PATH, reason: e.to_string() })?;
     let certified = CertifiedKey::new(chain, signing_key);
     match certified.keys_match() {
         Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
@@ -240,12 +216,13 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
             })
         }
     }
-    let certificate = certified.cert[0].clone();
+    let certificate = certified
+        .end_entity_cert()
+        .map_err(|e| TlsError::Invalid { key: KEY_CERT_PATH, reason: e.to_string() })?
+        .clone()
+        .into_owned();
     let config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
-    Ok(Active {
-        acceptor: TlsAcceptor::from(Arc::new(config)),
-        certificate,
-    })
+    Ok(Active { acceptor: TlsAcceptor::from(Arc::new(config)), certificate })
 }
 
 /// A fresh self-signed certificate for `localhost` / `127.0.0.1`.
@@ -258,19 +235,11 @@ fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>
 }
 
 fn read(key: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
-        key,
-        path: path.to_owned(),
-        source,
-    })
+    std::fs::read(path).map_err(|source| TlsError::Read { key, path: path.to_owned(), source })
 }
 
 fn pem_error(key: &'static str, path: &Path, reason: impl ToString) -> TlsError {
-    TlsError::Pem {
-        key,
-        path: path.to_owned(),
-        reason: reason.to_string(),
-    }
+    TlsError::Pem { key, path: path.to_owned(), reason: reason.to_string() }
 }
 
 /// All `CERTIFICATE` blocks of a PEM file, in order; at least one.
@@ -295,9 +264,7 @@ fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 fn load_roots(path: &Path) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore::empty();
     for cert in load_cert_file(KEY_TRUST_CERT_PATH, path)? {
-        roots
-            .add(cert)
-            .map_err(|e| pem_error(KEY_TRUST_CERT_PATH, path, e))?;
+        roots.add(cert).map_err(|e| pem_error(KEY_TRUST_CERT_PATH, path, e))?;
     }
     Ok(roots)
 }
@@ -381,11 +348,7 @@ mod tests {
         assert!(ctx.acceptor().is_some());
         let first = ctx.certificate().unwrap();
         ctx.reload().unwrap();
-        assert_ne!(
-            ctx.certificate().unwrap(),
-            first,
-            "a reload generates a new certificate"
-        );
+        assert_ne!(ctx.certificate().unwrap(), first, "a reload generates a new certificate");
     }
 
     #[test]
@@ -413,64 +376,31 @@ mod tests {
     #[test]
     fn errors_name_the_setting_at_fault() {
         let (p, _) = pki();
-        let unreadable = TlsSettings {
-            cert_path: Some(p.dir.path().join("nope.pem")),
-            ..files(&p)
-        };
+        let unreadable =
+            TlsSettings { cert_path: Some(p.dir.path().join("nope.pem")), ..files(&p) };
         let err = TlsContext::new(unreadable).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("tls.server.certPath: cannot read"),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("tls.server.certPath: cannot read"), "{err}");
 
         let garbage = p.dir.path().join("garbage.pem");
         std::fs::write(&garbage, "not pem at all").unwrap();
-        let bad_cert = TlsSettings {
-            cert_path: Some(garbage.clone()),
-            ..files(&p)
-        };
-        assert_eq!(
-            key_of(TlsContext::new(bad_cert).unwrap_err()),
-            KEY_CERT_PATH
-        );
-        let bad_key = TlsSettings {
-            key_path: Some(garbage.clone()),
-            ..files(&p)
-        };
+        let bad_cert = TlsSettings { cert_path: Some(garbage.clone()), ..files(&p) };
+        assert_eq!(key_of(TlsContext::new(bad_cert).unwrap_err()), KEY_CERT_PATH);
+        let bad_key = TlsSettings { key_path: Some(garbage.clone()), ..files(&p) };
         assert_eq!(key_of(TlsContext::new(bad_key).unwrap_err()), KEY_KEY_PATH);
-        let bad_trust = TlsSettings {
-            trust_cert_path: Some(garbage),
-            ..files(&p)
-        };
-        assert_eq!(
-            key_of(TlsContext::new(bad_trust).unwrap_err()),
-            KEY_TRUST_CERT_PATH
-        );
+        let bad_trust = TlsSettings { trust_cert_path: Some(garbage), ..files(&p) };
+        assert_eq!(key_of(TlsContext::new(bad_trust).unwrap_err()), KEY_TRUST_CERT_PATH);
 
-        let no_cert = TlsSettings {
-            cert_path: None,
-            ..files(&p)
-        };
+        let no_cert = TlsSettings { cert_path: None, ..files(&p) };
         assert_eq!(key_of(TlsContext::new(no_cert).unwrap_err()), KEY_CERT_PATH);
-        let no_trust = TlsSettings {
-            client_auth: ClientAuth::Require,
-            ..files(&p)
-        };
-        assert_eq!(
-            key_of(TlsContext::new(no_trust).unwrap_err()),
-            KEY_TRUST_CERT_PATH
-        );
+        let no_trust = TlsSettings { client_auth: ClientAuth::Require, ..files(&p) };
+        assert_eq!(key_of(TlsContext::new(no_trust).unwrap_err()), KEY_TRUST_CERT_PATH);
     }
 
     #[test]
     fn a_key_that_does_not_match_the_certificate_is_refused() {
         let (p, _) = pki();
         let (other, _) = pki();
-        let mismatched = TlsSettings {
-            key_path: Some(other.key.clone()),
-            ..files(&p)
-        };
+        let mismatched = TlsSettings { key_path: Some(other.key.clone()), ..files(&p) };
         let err = TlsContext::new(mismatched).unwrap_err();
         assert_eq!(key_of(err), KEY_KEY_PATH);
     }
@@ -484,28 +414,14 @@ mod tests {
             pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(1000, b"saltsalt", &[7; 16])
                 .unwrap();
         let encrypted = info.encrypt_with_params(params, "s3cret").unwrap();
-        let pem = encrypted
-            .to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF)
-            .unwrap();
+        let pem = encrypted.to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF).unwrap();
         std::fs::write(&p.key, pem.as_bytes()).unwrap();
 
         let no_password = files(&p);
-        assert_eq!(
-            key_of(TlsContext::new(no_password).unwrap_err()),
-            KEY_KEY_PASSWORD
-        );
-        let wrong = TlsSettings {
-            key_password: Some("wrong".into()),
-            ..files(&p)
-        };
-        assert_eq!(
-            key_of(TlsContext::new(wrong).unwrap_err()),
-            KEY_KEY_PASSWORD
-        );
-        let right = TlsSettings {
-            key_password: Some("s3cret".into()),
-            ..files(&p)
-        };
+        assert_eq!(key_of(TlsContext::new(no_password).unwrap_err()), KEY_KEY_PASSWORD);
+        let wrong = TlsSettings { key_password: Some("wrong".into()), ..files(&p) };
+        assert_eq!(key_of(TlsContext::new(wrong).unwrap_err()), KEY_KEY_PASSWORD);
+        let right = TlsSettings { key_password: Some("s3cret".into()), ..files(&p) };
         assert!(TlsContext::new(right).unwrap().acceptor().is_some());
     }
 

@@ -38,32 +38,19 @@ impl TestServer {
 
     /// A server using `dir` for its files (to restart on the same KV file).
     pub async fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
-        let mut config = Config::default();
-        config.kv_config_path = dir
-            .path()
-            .join("kvConfig.json")
-            .to_string_lossy()
-            .into_owned();
-        config.config_store_path = dir
-            .path()
-            .join("namesrv.properties")
-            .to_string_lossy()
-            .into_owned();
+        let mut config = Config {
+            kv_config_path: dir.path().join("kvConfig.json").to_string_lossy().into_owned(),
+            config_store_path: dir.path().join("namesrv.properties").to_string_lossy().into_owned(),
+            ..Config::default()
+        };
         adjust(&mut config);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
         let handle = tokio::spawn(namesrv::run(listener, config, async move {
             let _ = stopped.await;
         }));
-        Self {
-            addr,
-            dir,
-            stop: Some(stop),
-            handle: Some(handle),
-        }
+        Self { addr, dir, stop: Some(stop), handle: Some(handle) }
     }
 
     /// A new raw connection.
@@ -105,10 +92,7 @@ pub struct Conn {
 impl Conn {
     pub async fn connect(addr: SocketAddr) -> Self {
         let tcp = TcpStream::connect(addr).await.expect("connect");
-        Self {
-            framed: Framed::new(tcp, RemotingCodec::new()),
-            next_opaque: 1,
-        }
+        Self { framed: Framed::new(tcp, RemotingCodec::new()), next_opaque: 1 }
     }
 
     /// Sends `request` (its opaque is assigned here) and returns the answer.
@@ -143,7 +127,7 @@ pub fn request(code: RequestCode, ext: &[(&str, &str)], body: Option<&[u8]>) -> 
     if !ext.is_empty() {
         cmd.ext_fields = Some(ext.iter().copied().collect::<ExtFields>());
     }
-    cmd.body = body.map(|b| bytes::Bytes::copy_from_slice(b));
+    cmd.body = body.map(bytes::Bytes::copy_from_slice);
     cmd
 }
 

@@ -47,11 +47,7 @@ impl Broker {
             ha: MASTER_HA.to_owned(),
             id: 0,
             acting_master: Some(true),
-            dv: DataVersion {
-                counter: 1,
-                state_version: 0,
-                timestamp: 1_700_000_000_000,
-            },
+            dv: DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 },
             timeout: None,
             conn: 1,
             zone: None,
@@ -167,46 +163,24 @@ impl Broker {
 
 /// A topic config with 8 read / 8 write queues.
 fn topic_config(name: &str, perm: i32) -> TopicConfig {
-    TopicConfig {
-        perm,
-        read_queue_nums: 8,
-        write_queue_nums: 8,
-        ..TopicConfig::named(name)
-    }
+    TopicConfig { perm, read_queue_nums: 8, write_queue_nums: 8, ..TopicConfig::named(name) }
 }
 
 /// Registers at [`NOW`], keeping topics absent from the registration.
 fn register(table: &mut RouteTable, broker: &Broker, topics: &[&str]) -> RegisterOutcome {
-    table
-        .register_broker(broker.request(topics), NOW, false)
-        .expect("registration accepted")
+    table.register_broker(broker.request(topics), NOW, false).expect("registration accepted")
 }
 
 fn route(table: &RouteTable, topic: &str) -> TopicRouteData {
-    table
-        .pickup_route(topic, true)
-        .unwrap_or_else(|| panic!("no route for {topic}"))
+    table.pickup_route(topic, true).unwrap_or_else(|| panic!("no route for {topic}"))
 }
 
 /// (id, addr) of the route's group named `broker`.
 fn addrs_of(route: &TopicRouteData, broker: &str) -> Vec<(i64, String)> {
-    let bd = route
-        .broker_datas
-        .iter()
-        .find(|bd| bd.broker_name == broker)
-        .expect("group in route");
-    bd.broker_addrs
-        .0
-        .iter()
-        .map(|(id, a)| (*id, a.clone()))
-        .collect()
+    let bd = route.broker_datas.iter().find(|bd| bd.broker_name == broker).expect("group in route");
+    bd.broker_addrs.0.iter().map(|(id, a)| (*id, a.clone())).collect()
 }
 
 fn perm_of(route: &TopicRouteData, broker: &str) -> i32 {
-    route
-        .queue_datas
-        .iter()
-        .find(|q| q.broker_name == broker)
-        .expect("queue in route")
-        .perm
+    route.queue_datas.iter().find(|q| q.broker_name == broker).expect("queue in route").perm
 }

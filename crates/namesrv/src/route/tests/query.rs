@@ -28,17 +28,9 @@ fn a_route_has_the_queues_and_groups_of_every_broker_of_the_topic() {
     );
     assert_eq!(r.topic_queue_mapping_by_broker, None);
 
-    register(
-        &mut t,
-        &Broker::master().name("AnotherBroker"),
-        &["TestTopic"],
-    );
+    register(&mut t, &Broker::master().name("AnotherBroker"), &["TestTopic"]);
     let r = route(&t, "TestTopic");
-    let names: Vec<_> = r
-        .broker_datas
-        .iter()
-        .map(|b| b.broker_name.as_str())
-        .collect();
+    let names: Vec<_> = r.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
     assert_eq!(names, ["AnotherBroker", BROKER]);
     assert_eq!(r.queue_datas.len(), 2);
 }
@@ -49,9 +41,7 @@ fn a_topic_whose_groups_are_gone_has_no_route() {
     register(&mut t, &Broker::master(), &["TestTopic"]);
     t.groups.remove(BROKER); // unreachable through the API: groups and queues go together
     assert!(t.pickup_route("TestTopic", true).is_none());
-    assert!(t
-        .route_body("TestTopic", crate::route::RouteForm::Legacy, true)
-        .is_none());
+    assert!(t.route_body("TestTopic", crate::route::RouteForm::Legacy, true).is_none());
 }
 
 #[test]
@@ -59,18 +49,12 @@ fn a_slave_only_group_acts_as_master_only_with_support_and_not_for_sync_topics()
     let mut t = RouteTable::new();
     let sync = "rmq_sys_SYNC_BROKER_MEMBER_broker-a";
     register(&mut t, &Broker::slave(), &["Order", sync]);
-    assert_eq!(
-        addrs_of(&route(&t, "Order"), BROKER),
-        vec![(0, SLAVE_ADDR.into())]
-    );
+    assert_eq!(addrs_of(&route(&t, "Order"), BROKER), vec![(0, SLAVE_ADDR.into())]);
     assert_eq!(
         addrs_of(&t.pickup_route("Order", false).unwrap(), BROKER),
         vec![(1, SLAVE_ADDR.into())]
     );
-    assert_eq!(
-        addrs_of(&route(&t, sync), BROKER),
-        vec![(1, SLAVE_ADDR.into())]
-    );
+    assert_eq!(addrs_of(&route(&t, sync), BROKER), vec![(1, SLAVE_ADDR.into())]);
     assert_eq!(perm_of(&route(&t, "Order"), BROKER), 4);
 }
 
@@ -79,16 +63,8 @@ fn the_rewrite_leaves_groups_with_a_master_a_writable_queue_or_no_acting_master(
     let mut t = RouteTable::new();
     let other = "broker-b";
     register(&mut t, &Broker::slave(), &["Order"]);
-    register(
-        &mut t,
-        &Broker::master().name(other).addr("127.0.0.1:10919"),
-        &["Order"],
-    );
-    register(
-        &mut t,
-        &Broker::slave().name(other).addr("127.0.0.1:30919"),
-        &["Order"],
-    );
+    register(&mut t, &Broker::master().name(other).addr("127.0.0.1:10919"), &["Order"]);
+    register(&mut t, &Broker::slave().name(other).addr("127.0.0.1:30919"), &["Order"]);
     let r = route(&t, "Order");
     assert_eq!(addrs_of(&r, BROKER), vec![(0, SLAVE_ADDR.into())]);
     assert_eq!(
@@ -104,11 +80,7 @@ fn the_rewrite_leaves_groups_with_a_master_a_writable_queue_or_no_acting_master(
     );
 
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &Broker::slave().acting_master(Some(false)),
-        &["Order"],
-    );
+    register(&mut t, &Broker::slave().acting_master(Some(false)), &["Order"]);
     t.wipe_write_perm(BROKER);
     assert_eq!(
         addrs_of(&route(&t, "Order"), BROKER),
@@ -158,46 +130,23 @@ fn the_zone_filter_keeps_same_zone_and_masterless_groups_only() {
         topic_queue_mapping_by_broker: None,
     };
     let filtered = zone_filter(route.clone(), "ZONE-1");
-    let names: Vec<_> = filtered
-        .broker_datas
-        .iter()
-        .map(|b| b.broker_name.as_str())
-        .collect();
+    let names: Vec<_> = filtered.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
     assert_eq!(names, ["a", "c"]);
-    let queues: Vec<_> = filtered
-        .queue_datas
-        .iter()
-        .map(|q| q.broker_name.as_str())
-        .collect();
+    let queues: Vec<_> = filtered.queue_datas.iter().map(|q| q.broker_name.as_str()).collect();
     assert_eq!(queues, ["a", "c"]);
-    let filters: BTreeSet<_> = filtered
-        .filter_server_table
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let filters: BTreeSet<_> = filtered.filter_server_table.keys().map(String::as_str).collect();
     assert_eq!(filters, BTreeSet::from(["a0", "c1"]));
 
     let none_match = zone_filter(route, "zone-3");
-    let names: Vec<_> = none_match
-        .broker_datas
-        .iter()
-        .map(|b| b.broker_name.as_str())
-        .collect();
-    assert_eq!(
-        names,
-        ["c"],
-        "a group without a master is readable from any zone"
-    );
+    let names: Vec<_> = none_match.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
+    assert_eq!(names, ["c"], "a group without a master is readable from any zone");
 }
 
 #[test]
 fn the_group_zone_is_the_last_registrants() {
     let mut t = RouteTable::new();
     register(&mut t, &Broker::master().zone("zone-1"), &["T"]);
-    assert_eq!(
-        route(&t, "T").broker_datas[0].zone_name.as_deref(),
-        Some("zone-1")
-    );
+    assert_eq!(route(&t, "T").broker_datas[0].zone_name.as_deref(), Some("zone-1"));
     register(&mut t, &Broker::slave(), &["T"]);
     assert_eq!(route(&t, "T").broker_datas[0].zone_name, None);
 }
@@ -208,10 +157,7 @@ fn topics_by_cluster_lists_topics_of_its_groups_and_nothing_for_unknown_clusters
     register(&mut t, &Broker::master(), &["A"]);
     register(
         &mut t,
-        &Broker::master()
-            .cluster("Other")
-            .name("broker-o")
-            .addr("127.0.0.1:1"),
+        &Broker::master().cluster("Other").name("broker-o").addr("127.0.0.1:1"),
         &["B"],
     );
     assert_eq!(t.topics_by_cluster(CLUSTER).topic_list, ["A", "baseTopic"]);
@@ -259,11 +205,7 @@ fn system_topics_are_cluster_and_broker_names_with_one_address() {
     register(&mut t, &Broker::master(), &["T"]);
     let list = t.system_topics();
     assert_eq!(list.topic_list, [CLUSTER, BROKER]);
-    assert_eq!(
-        list.broker_addr.as_deref(),
-        Some(MASTER_ADDR),
-        "the lowest id of the first group"
-    );
+    assert_eq!(list.broker_addr.as_deref(), Some(MASTER_ADDR), "the lowest id of the first group");
 }
 
 #[test]
@@ -272,25 +214,12 @@ fn cluster_info_and_member_group_copy_the_groups() {
     register(&mut t, &Broker::master(), &["T"]);
     register(&mut t, &Broker::slave(), &["T"]);
     let info = t.cluster_info();
-    assert_eq!(
-        info.cluster_addr_table[CLUSTER],
-        BTreeSet::from([BROKER.to_owned()])
-    );
+    assert_eq!(info.cluster_addr_table[CLUSTER], BTreeSet::from([BROKER.to_owned()]));
     let expected = BTreeMap::from([(0, MASTER_ADDR.to_owned()), (1, SLAVE_ADDR.to_owned())]);
     assert_eq!(info.broker_addr_table[BROKER].broker_addrs.0, expected);
 
-    let group = t
-        .broker_member_group("AnyCluster", BROKER)
-        .broker_member_group;
-    assert_eq!(
-        (group.cluster.as_str(), group.broker_name.as_str()),
-        ("AnyCluster", BROKER)
-    );
+    let group = t.broker_member_group("AnyCluster", BROKER).broker_member_group;
+    assert_eq!((group.cluster.as_str(), group.broker_name.as_str()), ("AnyCluster", BROKER));
     assert_eq!(group.broker_addrs.0, expected);
-    assert!(t
-        .broker_member_group(CLUSTER, "ghost")
-        .broker_member_group
-        .broker_addrs
-        .0
-        .is_empty());
+    assert!(t.broker_member_group(CLUSTER, "ghost").broker_member_group.broker_addrs.0.is_empty());
 }

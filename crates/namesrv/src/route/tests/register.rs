@@ -34,17 +34,10 @@ fn master_gets_no_master_info_and_slave_gets_the_masters_addresses() {
 #[test]
 fn old_version_slave_registers_its_address_but_no_topics() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &Broker::master().id(2333).acting_master(None),
-        &["TestTopic"],
-    );
+    register(&mut t, &Broker::master().id(2333).acting_master(None), &["TestTopic"]);
     let info = t.cluster_info();
     let group = &info.broker_addr_table[BROKER];
-    assert_eq!(
-        group.broker_addrs.0,
-        BTreeMap::from([(2333, MASTER_ADDR.to_owned())])
-    );
+    assert_eq!(group.broker_addrs.0, BTreeMap::from([(2333, MASTER_ADDR.to_owned())]));
     assert!(!group.enable_acting_master);
     assert_eq!(t.topic_count(), 0);
     assert!(t.pickup_route("TestTopic", true).is_none());
@@ -58,16 +51,10 @@ fn role_switch_moves_an_address_to_its_new_id() {
     register(&mut t, &master, &["TestTopic"]);
     register(&mut t, &slave, &["TestTopic"]);
     t.unregister_batch(&[master.unregister()]);
-    assert_eq!(
-        addrs_of(&route(&t, "TestTopic"), BROKER),
-        vec![(1, SLAVE_ADDR.into())]
-    );
+    assert_eq!(addrs_of(&route(&t, "TestTopic"), BROKER), vec![(1, SLAVE_ADDR.into())]);
 
     register(&mut t, &slave.clone().id(0).next_version(), &["TestTopic"]);
-    assert_eq!(
-        addrs_of(&route(&t, "TestTopic"), BROKER),
-        vec![(0, SLAVE_ADDR.into())]
-    );
+    assert_eq!(addrs_of(&route(&t, "TestTopic"), BROKER), vec![(0, SLAVE_ADDR.into())]);
 
     register(&mut t, &master.clone().id(1).next_version(), &["TestTopic"]);
     assert_eq!(
@@ -80,20 +67,9 @@ fn role_switch_moves_an_address_to_its_new_id() {
 fn a_new_master_address_takes_over_id_0_and_the_old_live_entry_lingers() {
     let mut t = RouteTable::new();
     register(&mut t, &Broker::master(), &["TestTopic"]);
-    register(
-        &mut t,
-        &Broker::master().addr("127.0.0.1:50911"),
-        &["TestTopic"],
-    );
-    assert_eq!(
-        addrs_of(&route(&t, "TestTopic"), BROKER),
-        vec![(0, "127.0.0.1:50911".into())]
-    );
-    assert_eq!(
-        t.live_count(),
-        2,
-        "Java keeps the old address's live entry until it expires"
-    );
+    register(&mut t, &Broker::master().addr("127.0.0.1:50911"), &["TestTopic"]);
+    assert_eq!(addrs_of(&route(&t, "TestTopic"), BROKER), vec![(0, "127.0.0.1:50911".into())]);
+    assert_eq!(t.live_count(), 2, "Java keeps the old address's live entry until it expires");
 }
 
 #[test]
@@ -105,10 +81,7 @@ fn same_address_in_two_clusters_has_independent_live_entries() {
     register(&mut t, &a, &["TestTopic"]);
     register(&mut t, &b, &["TestTopic"]);
     assert_eq!(t.live_count(), 2);
-    assert_eq!(
-        t.query_data_version(CLUSTER, MASTER_ADDR, Some(a.dv), NOW),
-        (false, Some(a.dv))
-    );
+    assert_eq!(t.query_data_version(CLUSTER, MASTER_ADDR, Some(a.dv), NOW), (false, Some(a.dv)));
     assert_eq!(
         t.query_data_version("OtherCluster", MASTER_ADDR, Some(a.dv), NOW),
         (true, Some(b.dv))
@@ -127,11 +100,7 @@ fn unchanged_data_version_keeps_existing_queues_but_readds_missing_ones() {
         4,
         "wiped perm survives an unchanged re-registration"
     );
-    assert_eq!(
-        perm_of(&route(&t, "NewTopic"), BROKER),
-        6,
-        "an unknown topic is always added"
-    );
+    assert_eq!(perm_of(&route(&t, "NewTopic"), BROKER), 6, "an unknown topic is always added");
 
     t.delete_topic("TestTopic", None);
     assert!(t.pickup_route("TestTopic", true).is_none());
@@ -148,11 +117,8 @@ fn any_data_version_field_change_rewrites_the_queues() {
     let mut t = RouteTable::new();
     let base = Broker::master();
     register(&mut t, &base, &["TestTopic"]);
-    let bumps: [fn(&mut Broker); 3] = [
-        |b| b.dv.timestamp += 1,
-        |b| b.dv.counter += 1,
-        |b| b.dv.state_version += 1,
-    ];
+    let bumps: [fn(&mut Broker); 3] =
+        [|b| b.dv.timestamp += 1, |b| b.dv.counter += 1, |b| b.dv.state_version += 1];
     let mut b = base;
     for bump in bumps {
         t.wipe_write_perm(BROKER);
@@ -177,20 +143,17 @@ fn delete_topic_with_registration_removes_only_that_brokers_queues() {
     let m1 = Broker::master();
     let m2 = Broker::master().name("broker-b").addr("127.0.0.1:10919");
     for b in [&m1, &m2] {
-        t.register_broker(b.request(&["TestTopic", "TestTopic1"]), NOW, true)
-            .unwrap();
+        t.register_broker(b.request(&["TestTopic", "TestTopic1"]), NOW, true).unwrap();
     }
     assert_eq!(route(&t, "TestTopic").broker_datas.len(), 2);
 
-    t.register_broker(m1.request(&["TestTopic1"]), NOW, true)
-        .unwrap();
+    t.register_broker(m1.request(&["TestTopic1"]), NOW, true).unwrap();
     let r = route(&t, "TestTopic");
     assert_eq!(r.broker_datas.len(), 1);
     assert_eq!(r.broker_datas[0].broker_name, "broker-b");
     assert_eq!(route(&t, "TestTopic1").broker_datas.len(), 2);
 
-    t.register_broker(m2.request(&["TestTopic1"]), NOW, true)
-        .unwrap();
+    t.register_broker(m2.request(&["TestTopic1"]), NOW, true).unwrap();
     assert!(t.pickup_route("TestTopic", true).is_none());
     assert_eq!(route(&t, "TestTopic1").broker_datas.len(), 2);
 }
@@ -199,22 +162,16 @@ fn delete_topic_with_registration_removes_only_that_brokers_queues() {
 fn registered_single_topics_need_a_broker_and_go_with_the_next_full_registration() {
     let mut t = RouteTable::new();
     let m = Broker::master();
-    assert!(
-        !t.register_topic("TestTopic", vec![qd(BROKER, 6)]),
-        "unknown broker"
-    );
+    assert!(!t.register_topic("TestTopic", vec![qd(BROKER, 6)]), "unknown broker");
     assert!(t.pickup_route("TestTopic", true).is_none());
 
-    t.register_broker(m.request(&["TestTopic"]), NOW, true)
-        .unwrap();
+    t.register_broker(m.request(&["TestTopic"]), NOW, true).unwrap();
     assert!(t.register_topic("TestTopic1", vec![qd(BROKER, 6)]));
     assert!(t.pickup_route("TestTopic1", true).is_some());
 
-    t.register_broker(m.request(&["TestTopic", "TestTopic1"]), NOW, true)
-        .unwrap();
+    t.register_broker(m.request(&["TestTopic", "TestTopic1"]), NOW, true).unwrap();
     assert!(t.pickup_route("TestTopic1", true).is_some());
-    t.register_broker(m.request(&["TestTopic"]), NOW, true)
-        .unwrap();
+    t.register_broker(m.request(&["TestTopic"]), NOW, true).unwrap();
     assert!(t.pickup_route("TestTopic", true).is_some());
     assert!(t.pickup_route("TestTopic1", true).is_none());
 
@@ -228,10 +185,7 @@ fn registered_single_topics_need_a_broker_and_go_with_the_next_full_registration
 fn register_topic_applies_queues_until_an_unknown_broker() {
     let mut t = RouteTable::new();
     register(&mut t, &Broker::master(), &["Existing"]);
-    assert!(!t.register_topic(
-        "Existing",
-        vec![qd(BROKER, 2), qd("ghost", 6), qd(BROKER, 4)]
-    ));
+    assert!(!t.register_topic("Existing", vec![qd(BROKER, 2), qd("ghost", 6), qd(BROKER, 4)]));
     assert_eq!(
         perm_of(&route(&t, "Existing"), BROKER),
         2,
@@ -239,16 +193,9 @@ fn register_topic_applies_queues_until_an_unknown_broker() {
     );
 
     assert!(!t.register_topic("Fresh", vec![qd(BROKER, 6), qd("ghost", 6)]));
-    assert!(
-        t.pickup_route("Fresh", true).is_none(),
-        "a new topic is validated as a whole"
-    );
+    assert!(t.pickup_route("Fresh", true).is_none(), "a new topic is validated as a whole");
     assert!(t.register_topic("Fresh", vec![qd(BROKER, 6), qd(BROKER, 2)]));
-    assert_eq!(
-        perm_of(&route(&t, "Fresh"), BROKER),
-        2,
-        "the last queue of a broker wins"
-    );
+    assert_eq!(perm_of(&route(&t, "Fresh"), BROKER), 2, "the last queue of a broker wins");
 }
 
 #[test]
@@ -263,11 +210,8 @@ fn single_topic_registration_fails_before_a_full_one_but_leaves_the_group() {
     assert_eq!((t.topic_count(), t.live_count()), (0, 0));
 
     register(&mut t, &m, &["TestTopic"]);
-    let one = t.register_broker(
-        m.next_version().request_with(vec![topic_config("Only", 6)]),
-        NOW,
-        false,
-    );
+    let one =
+        t.register_broker(m.next_version().request_with(vec![topic_config("Only", 6)]), NOW, false);
     assert!(one.is_ok(), "accepted once the id is registered");
     assert!(t.pickup_route("Only", true).is_some());
 }
@@ -276,22 +220,12 @@ fn single_topic_registration_fails_before_a_full_one_but_leaves_the_group() {
 fn topic_configs_without_a_name_are_skipped() {
     let mut t = RouteTable::new();
     let m = Broker::master();
-    let nameless = TopicConfig {
-        topic_name: None,
-        ..TopicConfig::default()
-    };
-    t.register_broker(
-        m.request_with(vec![nameless, topic_config("Named", 6)]),
-        NOW,
-        false,
-    )
-    .unwrap();
+    let nameless = TopicConfig { topic_name: None, ..TopicConfig::default() };
+    t.register_broker(m.request_with(vec![nameless, topic_config("Named", 6)]), NOW, false)
+        .unwrap();
     assert!(t.pickup_route("Named", true).is_some());
     assert_eq!(t.topic_count(), 1);
-    assert_eq!(
-        t.query_data_version(CLUSTER, MASTER_ADDR, Some(m.dv), NOW),
-        (false, Some(m.dv))
-    );
+    assert_eq!(t.query_data_version(CLUSTER, MASTER_ADDR, Some(m.dv), NOW), (false, Some(m.dv)));
 }
 
 #[test]
@@ -299,18 +233,11 @@ fn an_older_state_version_for_a_taken_id_is_ignored_after_the_role_switch() {
     let mut t = RouteTable::new();
     let other = "127.0.0.1:50911";
     register(&mut t, &Broker::master().state_version(5), &["TestTopic"]);
-    register(
-        &mut t,
-        &Broker::slave().addr(other).state_version(3),
-        &["TestTopic"],
-    );
+    register(&mut t, &Broker::slave().addr(other).state_version(3), &["TestTopic"]);
     assert!(t.last_heartbeat(CLUSTER, other).is_some());
 
     let out = t.register_broker(
-        Broker::master()
-            .addr(other)
-            .state_version(3)
-            .request(&["TestTopic"]),
+        Broker::master().addr(other).state_version(3).request(&["TestTopic"]),
         NOW,
         false,
     );
@@ -328,15 +255,8 @@ fn an_older_state_version_for_a_taken_id_is_ignored_after_the_role_switch() {
         "the rejected address's live entry is evicted"
     );
 
-    register(
-        &mut t,
-        &Broker::master().addr(other).state_version(7),
-        &["TestTopic"],
-    );
-    assert_eq!(
-        addrs_of(&route(&t, "TestTopic"), BROKER),
-        vec![(0, other.into())]
-    );
+    register(&mut t, &Broker::master().addr(other).state_version(7), &["TestTopic"]);
+    assert_eq!(addrs_of(&route(&t, "TestTopic"), BROKER), vec![(0, other.into())]);
 }
 
 #[test]
@@ -346,15 +266,11 @@ fn a_prime_slave_registers_read_only_topics_only_with_acting_master() {
     assert_eq!(perm_of(&route(&t, "TestTopic"), BROKER), 4);
 
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &Broker::slave().acting_master(Some(false)),
-        &["TestTopic"],
-    );
+    register(&mut t, &Broker::slave().acting_master(Some(false)), &["TestTopic"]);
     assert_eq!(perm_of(&route(&t, "TestTopic"), BROKER), 6);
 
     let mut t = RouteTable::new();
-    register(&mut t, &Broker::master(), &[]);
+    register(&mut t, &Broker::master(), &["MasterTopic"]);
     register(&mut t, &Broker::slave().next_version(), &["SlaveOnly"]);
     assert!(
         t.pickup_route("SlaveOnly", true).is_none(),
@@ -365,10 +281,7 @@ fn a_prime_slave_registers_read_only_topics_only_with_acting_master() {
 #[test]
 fn a_lower_id_reports_a_min_broker_id_change() {
     let mut t = RouteTable::new();
-    assert_eq!(
-        register(&mut t, &Broker::slave(), &["T"]).min_broker_id_change,
-        None
-    );
+    assert_eq!(register(&mut t, &Broker::slave(), &["T"]).min_broker_id_change, None);
     let change = register(&mut t, &Broker::master(), &["T"]).min_broker_id_change;
     assert_eq!(
         change,
@@ -381,10 +294,7 @@ fn a_lower_id_reports_a_min_broker_id_change() {
             targets: vec![SLAVE_ADDR.into()],
         })
     );
-    assert_eq!(
-        register(&mut t, &Broker::master(), &["T"]).min_broker_id_change,
-        None
-    );
+    assert_eq!(register(&mut t, &Broker::master(), &["T"]).min_broker_id_change, None);
 }
 
 #[test]
@@ -397,11 +307,7 @@ fn filter_servers_follow_the_registration_list() {
     assert_eq!(route(&t, "T").filter_server_table, expected);
     m.filters = None;
     register(&mut t, &m, &["T"]);
-    assert_eq!(
-        route(&t, "T").filter_server_table,
-        expected,
-        "a null list leaves the entry"
-    );
+    assert_eq!(route(&t, "T").filter_server_table, expected, "a null list leaves the entry");
     m.filters = Some(Vec::new());
     register(&mut t, &m, &["T"]);
     assert!(route(&t, "T").filter_server_table.is_empty());
@@ -419,16 +325,11 @@ fn static_topic_mappings_are_attached_and_block_deletion_by_registration() {
         ..Default::default()
     };
     let mut req = m.next_version().request(&["Static"]);
-    req.topic_config
-        .topic_queue_mapping_info_map
-        .insert("Static".into(), info.clone());
+    req.topic_config.topic_queue_mapping_info_map.insert("Static".into(), info.clone());
     t.register_broker(req, NOW, true).unwrap();
     assert_eq!(
         route(&t, "Static").topic_queue_mapping_by_broker,
         Some(BTreeMap::from([(BROKER.to_owned(), info)]))
     );
-    assert!(
-        t.pickup_route("Old", true).is_some(),
-        "no deletion when the broker has static topics"
-    );
+    assert!(t.pickup_route("Old", true).is_some(), "no deletion when the broker has static topics");
 }

@@ -13,10 +13,7 @@ fn unregistering_the_only_broker_removes_its_topics_and_cluster() {
     t.unregister_batch(&[m.unregister()]);
     assert!(t.pickup_route("TestTopic", true).is_none());
     assert!(t.pickup_route("TestTopic1", true).is_none());
-    assert_eq!(
-        (t.topic_count(), t.group_count(), t.live_count()),
-        (0, 0, 0)
-    );
+    assert_eq!((t.topic_count(), t.group_count(), t.live_count()), (0, 0, 0));
     assert!(t.cluster_info().cluster_addr_table.is_empty());
 }
 
@@ -51,30 +48,15 @@ fn losing_the_master_of_an_acting_master_group_makes_it_read_only_until_it_retur
 
     register(&mut t, &Broker::master(), &["TestTopic"]);
     let r = route(&t, "TestTopic");
-    assert_eq!(
-        perm_of(&r, BROKER),
-        6,
-        "the master's first registration rewrites its topics"
-    );
-    assert_eq!(
-        addrs_of(&r, BROKER),
-        vec![(0, MASTER_ADDR.into()), (1, SLAVE_ADDR.into())]
-    );
+    assert_eq!(perm_of(&r, BROKER), 6, "the master's first registration rewrites its topics");
+    assert_eq!(addrs_of(&r, BROKER), vec![(0, MASTER_ADDR.into()), (1, SLAVE_ADDR.into())]);
 }
 
 #[test]
 fn losing_the_master_of_an_old_style_group_keeps_write_perm() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &Broker::master().acting_master(Some(false)),
-        &["TestTopic"],
-    );
-    register(
-        &mut t,
-        &Broker::slave().acting_master(Some(false)),
-        &["TestTopic"],
-    );
+    register(&mut t, &Broker::master().acting_master(Some(false)), &["TestTopic"]);
+    register(&mut t, &Broker::slave().acting_master(Some(false)), &["TestTopic"]);
     t.unregister_batch(&[Broker::master().unregister()]);
     let r = route(&t, "TestTopic");
     assert_eq!(perm_of(&r, BROKER), perm::READ | perm::WRITE);
@@ -88,10 +70,7 @@ fn unregistration_removes_by_address_so_a_new_master_survives() {
     register(&mut t, &Broker::master(), &["TestTopic"]);
     register(&mut t, &new_master, &["TestTopic"]);
     t.unregister_batch(&[Broker::master().unregister()]);
-    assert_eq!(
-        addrs_of(&route(&t, "TestTopic"), BROKER),
-        vec![(0, "127.0.0.1:50911".into())]
-    );
+    assert_eq!(addrs_of(&route(&t, "TestTopic"), BROKER), vec![(0, "127.0.0.1:50911".into())]);
     assert!(t.last_heartbeat(CLUSTER, "127.0.0.1:50911").is_some());
     assert_eq!(t.last_heartbeat(CLUSTER, MASTER_ADDR), None);
 }
@@ -113,15 +92,10 @@ fn a_batch_applies_every_request() {
 fn unregistering_an_unknown_broker_changes_nothing() {
     let mut t = RouteTable::new();
     register(&mut t, &Broker::master(), &["TestTopic"]);
-    let notes = t.unregister_batch(&[Broker::master()
-        .name("ghost")
-        .addr("1.2.3.4:5")
-        .unregister()]);
+    let notes =
+        t.unregister_batch(&[Broker::master().name("ghost").addr("1.2.3.4:5").unregister()]);
     assert!(notes.is_empty());
-    assert_eq!(
-        (t.topic_count(), t.group_count(), t.live_count()),
-        (2, 1, 1)
-    );
+    assert_eq!((t.topic_count(), t.group_count(), t.live_count()), (2, 1, 1));
 }
 
 #[test]
@@ -135,10 +109,7 @@ fn only_a_known_minimum_id_leaving_reports_a_min_broker_id_change() {
     let mut t = setup();
     let mut no_id = Broker::master().unregister();
     no_id.broker_id = None;
-    assert!(
-        t.unregister_batch(&[no_id]).is_empty(),
-        "a null id is never the minimum"
-    );
+    assert!(t.unregister_batch(&[no_id]).is_empty(), "a null id is never the minimum");
 
     let mut t = setup();
     let notes = t.unregister_batch(&[Broker::master().unregister()]);
@@ -158,8 +129,7 @@ fn only_a_known_minimum_id_leaving_reports_a_min_broker_id_change() {
     register(&mut t, &Broker::master().acting_master(Some(false)), &["T"]);
     register(&mut t, &Broker::slave().acting_master(Some(false)), &["T"]);
     assert!(
-        t.unregister_batch(&[Broker::master().unregister()])
-            .is_empty(),
+        t.unregister_batch(&[Broker::master().unregister()]).is_empty(),
         "only acting-master groups"
     );
 }
@@ -170,9 +140,7 @@ fn delete_topic_with_a_cluster_removes_only_that_clusters_queues() {
     register(&mut t, &Broker::master(), &["TestTopic"]);
     register(
         &mut t,
-        &Broker::master()
-            .cluster("AnotherCluster")
-            .name("AnotherBroker"),
+        &Broker::master().cluster("AnotherCluster").name("AnotherBroker"),
         &["TestTopic"],
     );
     assert_eq!(route(&t, "TestTopic").broker_datas.len(), 2);
@@ -207,18 +175,11 @@ fn wipe_and_add_write_perm_count_topics_and_add_resets_to_read_write() {
     assert_eq!(t.wipe_write_perm(BROKER), 2);
     assert_eq!(perm_of(&route(&t, "T"), BROKER), 4);
     assert_eq!(perm_of(&route(&t, "Inherit"), BROKER), 5);
-    assert_eq!(
-        t.wipe_write_perm(BROKER),
-        2,
-        "counts topics, changed or not"
-    );
+    assert_eq!(t.wipe_write_perm(BROKER), 2, "counts topics, changed or not");
     assert_eq!(t.add_write_perm(BROKER), 2);
     assert_eq!(perm_of(&route(&t, "T"), BROKER), 6);
     assert_eq!(perm_of(&route(&t, "Inherit"), BROKER), 6, "INHERIT is lost");
-    assert_eq!(
-        (t.wipe_write_perm("ghost"), t.add_write_perm("ghost")),
-        (0, 0)
-    );
+    assert_eq!((t.wipe_write_perm("ghost"), t.add_write_perm("ghost")), (0, 0));
 }
 
 #[test]
@@ -231,15 +192,9 @@ fn closing_connections_removes_the_master_then_the_route() {
 
     let reqs = t.on_connection_closed(10);
     assert_eq!(reqs.len(), 1);
-    assert_eq!(
-        (reqs[0].broker_name.as_str(), reqs[0].broker_id),
-        (BROKER, Some(0))
-    );
+    assert_eq!((reqs[0].broker_name.as_str(), reqs[0].broker_id), (BROKER, Some(0)));
     t.unregister_batch(&reqs);
-    assert_eq!(
-        addrs_of(&route(&t, "TestTopic"), BROKER),
-        vec![(1, SLAVE_ADDR.into())]
-    );
+    assert_eq!(addrs_of(&route(&t, "TestTopic"), BROKER), vec![(1, SLAVE_ADDR.into())]);
 
     let reqs = t.on_connection_closed(11);
     t.unregister_batch(&reqs);
