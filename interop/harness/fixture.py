@@ -55,10 +55,13 @@ class Artifacts:
         self.procs = procs
         self.say = say
         self.lock = threading.Lock()
+        self.key_locks = {}
         self.done = {}
 
     def _once(self, key, fn):
         with self.lock:
+            key_lock = self.key_locks.setdefault(key, threading.Lock())
+        with key_lock:
             if key in self.done:
                 v = self.done[key]
                 if isinstance(v, Exception):

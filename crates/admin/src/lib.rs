@@ -225,7 +225,8 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// Writes `value` as pretty JSON and a newline.
     pub fn json<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> Result<(), AdminError> {
-        let text = serde_json::to_string_pretty(value).map_err(|e| AdminError::Failed(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(value).map_err(|e| AdminError::Failed(e.to_string()))?;
         writeln!(self.out, "{text}")?;
         Ok(())
     }
@@ -233,12 +234,12 @@ impl Ctx<'_> {
 
 /// Runs one parsed command line, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut (dyn Write + Send)) -> Result<Exit, AdminError> {
-    let addrs = cli
-        .namesrv_addr
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| AdminError::Usage("no name server address: use -n 'host:port;host:port' or NAMESRV_ADDR".into()))?;
+    let addrs =
+        cli.namesrv_addr.as_deref().map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| {
+            AdminError::Usage(
+                "no name server address: use -n 'host:port;host:port' or NAMESRV_ADDR".into(),
+            )
+        })?;
     let client = client::Client::new(addrs).map_err(|e| AdminError::Usage(e.to_string()))?;
     let mut ctx = Ctx { client, json: cli.json, out };
     let exit = cmd::run(&mut ctx, cli.command).await;

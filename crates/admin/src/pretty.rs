@@ -145,7 +145,9 @@ fn jdk_string_order<'a, V>(entries: impl Iterator<Item = (&'a String, V)>) -> Ve
 
 /// An id → address map in JDK `HashMap` order.
 fn addr_map(m: &IntKeyMap<i64, String>) -> Node {
-    Node::Map(m.jdk_hash_order().into_iter().map(|(k, v)| (Key::Int(*k), Node::Str(v.clone()))).collect())
+    Node::Map(
+        m.jdk_hash_order().into_iter().map(|(k, v)| (Key::Int(*k), Node::Str(v.clone()))).collect(),
+    )
 }
 
 fn broker_data(b: &BrokerData) -> Node {
@@ -172,7 +174,12 @@ fn mapping_info(m: &TopicQueueMappingInfo) -> Node {
     let curr = m.curr_id_map.as_ref().map(|c| {
         let mut entries: Vec<_> = c.0.iter().collect();
         entries.sort_by_key(|(k, _)| **k);
-        Node::Map(entries.into_iter().map(|(k, v)| (Key::Int((*k).into()), Node::Int((*v).into()))).collect())
+        Node::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (Key::Int((*k).into()), Node::Int((*v).into())))
+                .collect(),
+        )
     });
     Node::Bean(vec![
         ("bname", m.bname.clone().map(Node::Str)),
@@ -192,7 +199,12 @@ pub fn route(r: &TopicRouteData) -> String {
         .map(|(k, v)| (Key::Str(k.clone()), Node::List(v.iter().cloned().map(Node::Str).collect())))
         .collect();
     let mapping = r.topic_queue_mapping_by_broker.as_ref().map(|m| {
-        Node::Map(jdk_string_order(m.iter()).into_iter().map(|(k, v)| (Key::Str(k.clone()), mapping_info(v))).collect())
+        Node::Map(
+            jdk_string_order(m.iter())
+                .into_iter()
+                .map(|(k, v)| (Key::Str(k.clone()), mapping_info(v)))
+                .collect(),
+        )
     });
     to_string(&Node::Bean(vec![
         ("brokerDatas", Some(Node::List(r.broker_datas.iter().map(broker_data).collect()))),
@@ -211,12 +223,23 @@ mod tests {
     fn route_prints_like_fastjson_pretty_format() {
         let r = TopicRouteData {
             broker_datas: vec![BrokerData {
-                broker_addrs: [(0, "127.0.0.1:10911".to_owned()), (1, "127.0.0.1:10921".to_owned())].into_iter().collect(),
+                broker_addrs: [
+                    (0, "127.0.0.1:10911".to_owned()),
+                    (1, "127.0.0.1:10921".to_owned()),
+                ]
+                .into_iter()
+                .collect(),
                 broker_name: "broker-a".into(),
                 cluster: "DefaultCluster".into(),
                 ..Default::default()
             }],
-            queue_datas: vec![QueueData { broker_name: "broker-a".into(), perm: 6, read_queue_nums: 8, topic_sys_flag: 0, write_queue_nums: 8 }],
+            queue_datas: vec![QueueData {
+                broker_name: "broker-a".into(),
+                perm: 6,
+                read_queue_nums: 8,
+                topic_sys_flag: 0,
+                write_queue_nums: 8,
+            }],
             ..Default::default()
         };
         let expected = "{\n\t\"brokerDatas\":[\n\t\t{\n\t\t\t\"brokerAddrs\":{0:\"127.0.0.1:10911\",1:\"127.0.0.1:10921\"\n\t\t\t},\n\t\t\t\"brokerName\":\"broker-a\",\n\t\t\t\"cluster\":\"DefaultCluster\",\n\t\t\t\"enableActingMaster\":false\n\t\t}\n\t],\n\t\"filterServerTable\":{},\n\t\"queueDatas\":[\n\t\t{\n\t\t\t\"brokerName\":\"broker-a\",\n\t\t\t\"perm\":6,\n\t\t\t\"readQueueNums\":8,\n\t\t\t\"topicSysFlag\":0,\n\t\t\t\"writeQueueNums\":8\n\t\t}\n\t]\n}";

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use remoting::body::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use remoting::body::{
+    DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
+};
 use remoting::RemotingCommand;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -75,20 +77,25 @@ pub struct TopicTable {
 impl TopicTable {
     /// A table of `topics` with a fresh DataVersion (timestamp now, counter 1).
     pub fn new(topics: impl IntoIterator<Item = TopicConfig>) -> Self {
-        let topics = topics
-            .into_iter()
-            .filter_map(|t| Some((t.topic_name.clone()?, t)))
-            .collect();
-        Self { data_version: DataVersion { counter: 1, state_version: 0, timestamp: now_millis() }, topics }
+        let topics = topics.into_iter().filter_map(|t| Some((t.topic_name.clone()?, t))).collect();
+        Self {
+            data_version: DataVersion { counter: 1, state_version: 0, timestamp: now_millis() },
+            topics,
+        }
     }
 
     /// A table of `topics` plus the two system topics every Java broker registers: its cluster
     /// name and its broker name (perm 7, 16 queues). A nameserver refuses a first registration
     /// whose table holds exactly one topic, so a simulated broker should start from this.
     /// Java: TopicConfigManager (clusterTopicEnable, brokerTopicEnable)
-    pub fn with_broker_topics(identity: &BrokerIdentity, topics: impl IntoIterator<Item = TopicConfig>) -> Self {
+    pub fn with_broker_topics(
+        identity: &BrokerIdentity,
+        topics: impl IntoIterator<Item = TopicConfig>,
+    ) -> Self {
         let system = [&identity.cluster_name, &identity.broker_name].map(|name| TopicConfig {
-            perm: remoting::body::perm::INHERIT | remoting::body::perm::READ | remoting::body::perm::WRITE,
+            perm: remoting::body::perm::INHERIT
+                | remoting::body::perm::READ
+                | remoting::body::perm::WRITE,
             ..TopicConfig::named(name.as_str())
         });
         Self::new(system.into_iter().chain(topics))
@@ -114,7 +121,9 @@ impl TopicTable {
 }
 
 fn now_millis() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Registration state towards one nameserver.
@@ -173,11 +182,24 @@ impl Drop for Agent {
 impl Agent {
     /// Starts registering `identity` with `table` to every nameserver of `namesrv_addrs`
     /// (`"a:9876;b:9876"`), one task per nameserver. Errors only on a bad address list.
-    pub fn start(namesrv_addrs: &str, identity: BrokerIdentity, table: &TopicTable, config: AgentConfig) -> Result<Self> {
+    pub fn start(
+        namesrv_addrs: &str,
+        identity: BrokerIdentity,
+        table: &TopicTable,
+        config: AgentConfig,
+    ) -> Result<Self> {
         let client = Client::with_config(namesrv_addrs, config.client.clone())?;
-        let req = RegisterBroker { identity: identity.clone(), body: table.body(), compressed: config.compressed };
+        let req = RegisterBroker {
+            identity: identity.clone(),
+            body: table.body(),
+            compressed: config.compressed,
+        };
         let command = client.register_broker_command(&req);
-        let status = client.addrs().iter().map(|a| NamesrvStatus { addr: a.clone(), ..Default::default() }).collect();
+        let status = client
+            .addrs()
+            .iter()
+            .map(|a| NamesrvStatus { addr: a.clone(), ..Default::default() })
+            .collect();
         let shared = Arc::new(Shared {
             client,
             identity,
@@ -228,7 +250,8 @@ impl Agent {
             compressed: self.shared.config.compressed,
         };
         let command = self.shared.client.register_broker_command(&req);
-        *self.shared.command.lock().unwrap_or_else(|e| e.into_inner()) = (command, table.data_version);
+        *self.shared.command.lock().unwrap_or_else(|e| e.into_inner()) =
+            (command, table.data_version);
         self.register_now();
     }
 
@@ -261,7 +284,12 @@ impl Agent {
 
 /// The loop for nameserver `i`: register, then wait for the period, a kick, a closed connection
 /// (re-register on reconnect) or stop; heartbeats in between when configured.
-async fn run_one(shared: Arc<Shared>, i: usize, mut stop: watch::Receiver<bool>, mut kick: watch::Receiver<u64>) {
+async fn run_one(
+    shared: Arc<Shared>,
+    i: usize,
+    mut stop: watch::Receiver<bool>,
+    mut kick: watch::Receiver<u64>,
+) {
     let ns = shared.client.each_namesrv().swap_remove(i);
     let addr = ns.pinned_addr().unwrap_or_default().to_owned();
     let cfg = &shared.config;
@@ -337,7 +365,9 @@ async fn tick(t: &mut Option<tokio::time::Interval>) {
 async fn send_heartbeat(shared: &Shared, ns: &Client) {
     let (_, version) = shared.command();
     let r = match shared.config.heartbeat_kind {
-        HeartbeatKind::QueryDataVersion => ns.query_data_version_oneway(&shared.identity, &version).await,
+        HeartbeatKind::QueryDataVersion => {
+            ns.query_data_version_oneway(&shared.identity, &version).await
+        }
         HeartbeatKind::BrokerHeartbeat => ns.broker_heartbeat(&shared.identity).await,
     };
     if let Err(e) = r {

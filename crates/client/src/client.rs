@@ -39,12 +39,15 @@ impl Default for ClientConfig {
 ///
 /// Errors with [`Error::BadAddress`] when the list is empty or an item is not `host:port`.
 pub fn parse_addrs(list: &str) -> Result<Vec<String>> {
-    let addrs: Vec<String> = list.split(';').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let addrs: Vec<String> =
+        list.split(';').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
     if addrs.is_empty() {
         return Err(Error::BadAddress(list.to_owned()));
     }
     for a in &addrs {
-        let ok = a.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        let ok = a
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
         if !ok {
             return Err(Error::BadAddress(a.clone()));
         }
@@ -79,7 +82,10 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("addrs", &self.inner.addrs).field("pinned", &self.pinned).finish()
+        f.debug_struct("Client")
+            .field("addrs", &self.inner.addrs)
+            .field("pinned", &self.pinned)
+            .finish()
     }
 }
 
@@ -147,7 +153,11 @@ impl Client {
     }
 
     /// [`Client::invoke`] with an explicit per-attempt timeout.
-    pub async fn invoke_timeout(&self, req: RemotingCommand, timeout: Duration) -> Result<(String, RemotingCommand)> {
+    pub async fn invoke_timeout(
+        &self,
+        req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<(String, RemotingCommand)> {
         if let Some(addr) = &self.pinned {
             let resp = self.invoke_addr(addr, req, timeout).await?;
             return Ok((addr.to_string(), resp));
@@ -174,7 +184,12 @@ impl Client {
     }
 
     /// Sends `req` to `addr` and waits for its response, whatever its code.
-    pub async fn invoke_addr(&self, addr: &str, mut req: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+    pub async fn invoke_addr(
+        &self,
+        addr: &str,
+        mut req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
         req.opaque = self.next_opaque();
         req.set_oneway(false);
         let conn = self.connection(addr).await?;
@@ -220,7 +235,8 @@ impl Client {
     /// Closes every connection (pending requests fail with [`Error::ConnectionClosed`]); the
     /// next call reconnects.
     pub async fn close(&self) {
-        let slots: Vec<Slot> = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let slots: Vec<Slot> =
+            self.inner.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
         for slot in slots {
             slot.lock().await.take();
         }

@@ -100,7 +100,8 @@ impl Connection {
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
         let (closed_tx, _) = watch::channel(false);
-        let shared = Arc::new(Shared { addr: addr.to_owned(), pending: Mutex::default(), closed_tx });
+        let shared =
+            Arc::new(Shared { addr: addr.to_owned(), pending: Mutex::default(), closed_tx });
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
 
         tokio::spawn(write_loop(shared.clone(), write, rx));
@@ -115,7 +116,9 @@ impl Connection {
                             Some(w) => {
                                 let _ = w.send(cmd);
                             }
-                            None => tracing::debug!(addr = %reader_shared.addr, opaque = cmd.opaque, "response matches no pending request"),
+                            None => {
+                                tracing::debug!(addr = %reader_shared.addr, opaque = cmd.opaque, "response matches no pending request")
+                            }
                         }
                     }
                     Some(Ok(cmd)) => {
@@ -150,7 +153,11 @@ impl Connection {
 
     /// Sends `cmd` (its opaque already set) and waits up to `timeout` for the response with the
     /// same opaque. On timeout the pending entry is removed and a late response is dropped.
-    pub(crate) async fn request(&self, cmd: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+    pub(crate) async fn request(
+        &self,
+        cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
         let code = cmd.code;
         let opaque = cmd.opaque;
         let frame = encode(cmd)?;
@@ -234,11 +241,16 @@ mod tests {
         let server = tokio::spawn(async move { listener.accept().await.map(|(s, _)| s) });
         let conn = Connection::connect(&addr, Duration::from_secs(5)).await.expect("connect");
         let req = RemotingCommand::request(RequestCode::GetBrokerClusterInfo).with_opaque(7);
-        let err = conn.request(req.clone(), Duration::from_millis(50)).await.expect_err("times out");
+        let err =
+            conn.request(req.clone(), Duration::from_millis(50)).await.expect_err("times out");
         assert!(matches!(err, Error::Timeout { .. }));
         assert_eq!(conn.pending_len(), 0);
         // A caller that gives up (drops the future) also leaves nothing behind.
-        let _ = tokio::time::timeout(Duration::from_millis(20), conn.request(req, Duration::from_secs(60))).await;
+        let _ = tokio::time::timeout(
+            Duration::from_millis(20),
+            conn.request(req, Duration::from_secs(60)),
+        )
+        .await;
         assert_eq!(conn.pending_len(), 0);
         assert!(!conn.is_closed());
         drop(server);

@@ -67,7 +67,10 @@ impl Error {
     pub fn is_transport(&self) -> bool {
         matches!(
             self,
-            Self::Connect { .. } | Self::ConnectTimeout { .. } | Self::Timeout { .. } | Self::ConnectionClosed { .. }
+            Self::Connect { .. }
+                | Self::ConnectTimeout { .. }
+                | Self::Timeout { .. }
+                | Self::ConnectionClosed { .. }
         )
     }
 }

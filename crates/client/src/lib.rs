@@ -16,5 +16,6 @@ pub mod route_cache;
 pub use client::{parse_addrs, Client, ClientConfig};
 pub use error::{Error, Result};
 pub use namesrv::{
-    BrokerIdentity, QueryDataVersionResult, RegisterBroker, RegisterBrokerResult, RouteOptions, UnitTopics, ZONE_NAME_EXT,
+    BrokerIdentity, QueryDataVersionResult, RegisterBroker, RegisterBrokerResult, RouteOptions,
+    UnitTopics, ZONE_NAME_EXT,
 };

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use remoting::body::{
-    self, BrokerMemberGroup, ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable, QueueData,
-    RegisterBrokerBody, TopicList, TopicRouteData,
+    self, BrokerMemberGroup, ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable,
+    QueueData, RegisterBrokerBody, TopicList, TopicRouteData,
 };
 use remoting::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 use serde::de::DeserializeOwned;
@@ -139,7 +139,11 @@ fn ext<const N: usize>(pairs: [(&str, &str); N]) -> ExtFields {
 
 impl Client {
     /// Sends `req`; a response with another code than `expected` becomes [`Error::Server`].
-    async fn call(&self, req: RemotingCommand, expected: ResponseCode) -> Result<(String, RemotingCommand)> {
+    async fn call(
+        &self,
+        req: RemotingCommand,
+        expected: ResponseCode,
+    ) -> Result<(String, RemotingCommand)> {
         self.call_timeout(req, expected, self.config().request_timeout).await
     }
 
@@ -185,7 +189,11 @@ impl Client {
             req.version = v;
         }
         let (addr, resp) = self.call_ok(req).await?;
-        let body = resp.body.ok_or_else(|| Error::Server { addr: addr.clone(), code: resp.code, remark: resp.remark })?;
+        let body = resp.body.ok_or_else(|| Error::Server {
+            addr: addr.clone(),
+            code: resp.code,
+            remark: resp.remark,
+        })?;
         Ok((addr, body))
     }
 
@@ -221,7 +229,9 @@ impl Client {
     /// GET_KVLIST_BY_NAMESPACE (219): `Ok(None)` when the namespace does not exist.
     /// Java: MQClientAPIImpl#getKVListByNamespace
     pub async fn get_kv_list_by_namespace(&self, namespace: &str) -> Result<Option<KvTable>> {
-        let req = self.request(RequestCode::GetKvlistByNamespace).with_ext_fields(ext([("namespace", namespace)]));
+        let req = self
+            .request(RequestCode::GetKvlistByNamespace)
+            .with_ext_fields(ext([("namespace", namespace)]));
         match self.call_ok(req).await {
             Ok((addr, resp)) => decode_opt(&addr, resp.body.as_deref()).map(Some),
             Err(e) if e.response_code() == Some(ResponseCode::QueryNotFound) => Ok(None),
@@ -317,7 +327,11 @@ impl Client {
 
     /// QUERY_DATA_VERSION (322) with the broker's topic DataVersion as body.
     /// Java: BrokerOuterAPI#needRegister
-    pub async fn query_data_version(&self, id: &BrokerIdentity, version: &DataVersion) -> Result<QueryDataVersionResult> {
+    pub async fn query_data_version(
+        &self,
+        id: &BrokerIdentity,
+        version: &DataVersion,
+    ) -> Result<QueryDataVersionResult> {
         let (addr, resp) = self.call_ok(self.query_data_version_command(id, version)).await?;
         let changed = match resp.ext("changed") {
             Some(v) => v.eq_ignore_ascii_case("true"),
@@ -332,18 +346,30 @@ impl Client {
 
     /// QUERY_DATA_VERSION sent oneway: the heartbeat of a broker with `compatibleWithOldNameSrv`.
     /// Java: BrokerOuterAPI#sendHeartbeatViaDataVersion
-    pub async fn query_data_version_oneway(&self, id: &BrokerIdentity, version: &DataVersion) -> Result<()> {
+    pub async fn query_data_version_oneway(
+        &self,
+        id: &BrokerIdentity,
+        version: &DataVersion,
+    ) -> Result<()> {
         self.invoke_oneway(self.query_data_version_command(id, version)).await
     }
 
-    fn query_data_version_command(&self, id: &BrokerIdentity, version: &DataVersion) -> RemotingCommand {
-        self.request(RequestCode::QueryDataVersion).with_ext_fields(id.base_ext()).with_body(body::to_legacy_json(version))
+    fn query_data_version_command(
+        &self,
+        id: &BrokerIdentity,
+        version: &DataVersion,
+    ) -> RemotingCommand {
+        self.request(RequestCode::QueryDataVersion)
+            .with_ext_fields(id.base_ext())
+            .with_body(body::to_legacy_json(version))
     }
 
     /// WIPE_WRITE_PERM_OF_BROKER (205): returns `wipeTopicCount`.
     /// Java: MQClientAPIImpl#wipeWritePermOfBroker
     pub async fn wipe_write_perm(&self, broker_name: &str) -> Result<i32> {
-        let req = self.request(RequestCode::WipeWritePermOfBroker).with_ext_fields(ext([("brokerName", broker_name)]));
+        let req = self
+            .request(RequestCode::WipeWritePermOfBroker)
+            .with_ext_fields(ext([("brokerName", broker_name)]));
         let (addr, resp) = self.call_ok(req).await?;
         int_ext(&addr, &resp, "wipeTopicCount")
     }
@@ -351,7 +377,9 @@ impl Client {
     /// ADD_WRITE_PERM_OF_BROKER (327): returns `addTopicCount`.
     /// Java: MQClientAPIImpl#addWritePermOfBroker
     pub async fn add_write_perm(&self, broker_name: &str) -> Result<i32> {
-        let req = self.request(RequestCode::AddWritePermOfBroker).with_ext_fields(ext([("brokerName", broker_name)]));
+        let req = self
+            .request(RequestCode::AddWritePermOfBroker)
+            .with_ext_fields(ext([("brokerName", broker_name)]));
         let (addr, resp) = self.call_ok(req).await?;
         int_ext(&addr, &resp, "addTopicCount")
     }
@@ -363,7 +391,11 @@ impl Client {
 
     /// GET_TOPICS_BY_CLUSTER (224). Java: MQClientAPIImpl#getTopicsByCluster
     pub async fn topics_by_cluster(&self, cluster: &str) -> Result<TopicList> {
-        self.topic_list(self.request(RequestCode::GetTopicsByCluster).with_ext_fields(ext([("cluster", cluster)]))).await
+        self.topic_list(
+            self.request(RequestCode::GetTopicsByCluster)
+                .with_ext_fields(ext([("cluster", cluster)])),
+        )
+        .await
     }
 
     /// GET_SYSTEM_TOPIC_LIST_FROM_NS (304): cluster and broker names, plus one broker address.
@@ -395,7 +427,9 @@ impl Client {
         if let Some(c) = cluster {
             e.insert("clusterName", c);
         }
-        self.call_ok(self.request(RequestCode::DeleteTopicInNamesrv).with_ext_fields(e)).await.map(drop)
+        self.call_ok(self.request(RequestCode::DeleteTopicInNamesrv).with_ext_fields(e))
+            .await
+            .map(drop)
     }
 
     /// REGISTER_TOPIC_IN_NAMESRV (217): a TopicRouteData body with only `queueDatas`.
@@ -428,13 +462,21 @@ impl Client {
         if text.is_empty() {
             return Ok(());
         }
-        self.call_ok(self.request(RequestCode::UpdateNamesrvConfig).with_body(text.into_bytes())).await.map(drop)
+        self.call_ok(self.request(RequestCode::UpdateNamesrvConfig).with_body(text.into_bytes()))
+            .await
+            .map(drop)
     }
 
     /// GET_BROKER_MEMBER_GROUP (901). Java: BrokerOuterAPI#syncBrokerMemberGroup
-    pub async fn get_broker_member_group(&self, cluster: &str, broker_name: &str) -> Result<BrokerMemberGroup> {
+    pub async fn get_broker_member_group(
+        &self,
+        cluster: &str,
+        broker_name: &str,
+    ) -> Result<BrokerMemberGroup> {
         let e = ext([("clusterName", cluster), ("brokerName", broker_name)]);
-        let (addr, resp) = self.call_ok(self.request(RequestCode::GetBrokerMemberGroup).with_ext_fields(e)).await?;
+        let (addr, resp) = self
+            .call_ok(self.request(RequestCode::GetBrokerMemberGroup).with_ext_fields(e))
+            .await?;
         let body: GetBrokerMemberGroupResponseBody = decode_opt(&addr, resp.body.as_deref())?;
         Ok(body.broker_member_group)
     }

@@ -44,7 +44,9 @@ mod tests {
 
     #[test]
     fn writes_sorted_lines() {
-        let props = [("b".to_owned(), "2".to_owned()), ("a".to_owned(), "1".to_owned())].into_iter().collect();
+        let props = [("b".to_owned(), "2".to_owned()), ("a".to_owned(), "1".to_owned())]
+            .into_iter()
+            .collect();
         assert_eq!(to_string(&props), "a=1\nb=2\n");
     }
 }

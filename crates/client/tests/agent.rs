@@ -20,7 +20,14 @@ fn identity(name: &str, port: u16) -> BrokerIdentity {
 }
 
 fn table(id: &BrokerIdentity, topics: &[&str]) -> TopicTable {
-    TopicTable::with_broker_topics(id, topics.iter().map(|t| TopicConfig { read_queue_nums: 4, write_queue_nums: 4, ..TopicConfig::named(*t) }))
+    TopicTable::with_broker_topics(
+        id,
+        topics.iter().map(|t| TopicConfig {
+            read_queue_nums: 4,
+            write_queue_nums: 4,
+            ..TopicConfig::named(*t)
+        }),
+    )
 }
 
 fn fast() -> AgentConfig {
@@ -41,7 +48,13 @@ async fn agent_registers_with_every_nameserver_and_unregisters_on_shutdown() {
         let a = TestServer::start().await;
         let b = TestServer::start().await;
         let id = identity("broker-a", 10911);
-        let agent = Agent::start(&format!("{};{}", a.addr, b.addr), id.clone(), &table(&id, &["TopicA"]), fast()).expect("agent");
+        let agent = Agent::start(
+            &format!("{};{}", a.addr, b.addr),
+            id.clone(),
+            &table(&id, &["TopicA"]),
+            fast(),
+        )
+        .expect("agent");
         agent.wait_registered(1).await;
         for server in [&a, &b] {
             let c = Client::new(&server.addr_string()).expect("client");
@@ -55,7 +68,10 @@ async fn agent_registers_with_every_nameserver_and_unregisters_on_shutdown() {
             let c = Client::new(&server.addr_string()).expect("client");
             eventually("broker unregistered", || {
                 let c = c.clone();
-                async move { (!c.cluster_info().await.ok()?.broker_addr_table.contains_key("broker-a")).then_some(()) }
+                async move {
+                    (!c.cluster_info().await.ok()?.broker_addr_table.contains_key("broker-a"))
+                        .then_some(())
+                }
             })
             .await;
         }
@@ -70,7 +86,8 @@ async fn agent_re_registers_after_a_nameserver_restart() {
         let id = identity("broker-r", 10921);
         // A period far beyond the test's limit: only the reconnect path can bring the route back.
         let cfg = AgentConfig { period: Duration::from_secs(600), ..fast() };
-        let agent = Agent::start(&server.addr_string(), id.clone(), &table(&id, &["TopicR"]), cfg).expect("agent");
+        let agent = Agent::start(&server.addr_string(), id.clone(), &table(&id, &["TopicR"]), cfg)
+            .expect("agent");
         agent.wait_registered(1).await;
         let server = server.restart().await;
         let c = Client::new(&server.addr_string()).expect("client");
@@ -87,7 +104,8 @@ async fn agent_keeps_retrying_a_nameserver_that_starts_late() {
         let server = TestServer::start().await;
         let (addr, dir) = server.stop().await;
         let id = identity("broker-late", 10931);
-        let agent = Agent::start(&addr.to_string(), id.clone(), &table(&id, &["TopicL"]), fast()).expect("agent");
+        let agent = Agent::start(&addr.to_string(), id.clone(), &table(&id, &["TopicL"]), fast())
+            .expect("agent");
         eventually("a failed attempt", || async { agent.status()[0].last_error.clone() }).await;
         let server = TestServer::start_on(addr, dir, |_| {}).await;
         agent.wait_registered(1).await;
@@ -122,7 +140,8 @@ async fn two_hundred_agents_register_in_one_process() {
         let agents: Vec<Agent> = (0..200u16)
             .map(|i| {
                 let id = identity(&format!("broker-{i}"), 20000 + i);
-                Agent::start(&server.addr_string(), id.clone(), &table(&id, &["Shared"]), fast()).expect("agent")
+                Agent::start(&server.addr_string(), id.clone(), &table(&id, &["Shared"]), fast())
+                    .expect("agent")
             })
             .collect();
         for a in &agents {
@@ -149,7 +168,8 @@ async fn recording_server() -> (String, Arc<Mutex<Vec<RemotingCommand>>>) {
                 while let Some(Ok(req)) = framed.next().await {
                     log.lock().expect("lock").push(req.clone());
                     if !req.is_oneway() {
-                        let resp = RemotingCommand::response(ResponseCode::Success, None).respond_to(&req);
+                        let resp =
+                            RemotingCommand::response(ResponseCode::Success, None).respond_to(&req);
                         if framed.send(resp).await.is_err() {
                             return;
                         }

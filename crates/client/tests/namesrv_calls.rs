@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 
 use client::{BrokerIdentity, Client, ClientConfig, RegisterBroker, RouteOptions, UnitTopics};
 use common::{eventually, TestServer, LIMIT};
-use remoting::body::{perm, sys_flag, DataVersion, QueueData, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use remoting::body::{
+    perm, sys_flag, DataVersion, QueueData, RegisterBrokerBody, TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+};
 use remoting::ResponseCode;
 
 fn topic(name: &str, queues: i32) -> TopicConfig {
@@ -17,13 +20,21 @@ fn topic(name: &str, queues: i32) -> TopicConfig {
 /// topic from an unknown broker is refused by the nameserver's single-topic guard).
 fn registration(id: BrokerIdentity, topics: &[TopicConfig], counter: i64) -> RegisterBroker {
     let own = topic(&id.broker_name, 1);
-    let table = topics.iter().chain([&own]).map(|t| (t.topic_name.clone().unwrap_or_default(), t.clone())).collect();
+    let table = topics
+        .iter()
+        .chain([&own])
+        .map(|t| (t.topic_name.clone().unwrap_or_default(), t.clone()))
+        .collect();
     RegisterBroker {
         identity: id,
         body: RegisterBrokerBody {
             filter_server_list: Some(Vec::new()),
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
-                data_version: DataVersion { counter, state_version: 0, timestamp: 1_700_000_000_000 + counter },
+                data_version: DataVersion {
+                    counter,
+                    state_version: 0,
+                    timestamp: 1_700_000_000_000 + counter,
+                },
                 topic_config_table: table,
                 ..Default::default()
             },
@@ -50,11 +61,18 @@ async fn kv_config_put_get_list_delete() {
         c.put_kv_config("ns", "k", "v1").await.expect("put");
         c.put_kv_config("ns", "k2", "v2").await.expect("put");
         assert_eq!(c.get_kv_config("ns", "k").await.expect("get").as_deref(), Some("v1"));
-        let table = c.get_kv_list_by_namespace("ns").await.expect("list").expect("namespace exists");
-        assert_eq!(table.table, BTreeMap::from([("k".into(), "v1".into()), ("k2".into(), "v2".into())]));
+        let table =
+            c.get_kv_list_by_namespace("ns").await.expect("list").expect("namespace exists");
+        assert_eq!(
+            table.table,
+            BTreeMap::from([("k".into(), "v1".into()), ("k2".into(), "v2".into())])
+        );
         c.delete_kv_config("ns", "k").await.expect("delete");
         assert_eq!(c.get_kv_config("ns", "k").await.expect("get"), None);
-        assert_eq!(c.get_kv_list_by_namespace("ns").await.expect("list").expect("kept").table.len(), 1);
+        assert_eq!(
+            c.get_kv_list_by_namespace("ns").await.expect("list").expect("kept").table.len(),
+            1
+        );
     })
     .await;
 }
@@ -81,19 +99,42 @@ async fn registered_broker_appears_in_cluster_info_routes_and_topic_lists() {
         assert_eq!(route.broker_datas[0].broker_addrs.0[&0], "127.0.0.1:10911");
 
         let all = c.all_topic_list().await.expect("all topics").topic_list;
-        assert!(all.contains(&"TopicA".to_owned()) && all.contains(&"UnitTopic".to_owned()), "{all:?}");
-        let by_cluster = c.topics_by_cluster("DefaultCluster").await.expect("by cluster").topic_list;
+        assert!(
+            all.contains(&"TopicA".to_owned()) && all.contains(&"UnitTopic".to_owned()),
+            "{all:?}"
+        );
+        let by_cluster =
+            c.topics_by_cluster("DefaultCluster").await.expect("by cluster").topic_list;
         assert!(by_cluster.contains(&"TopicA".to_owned()));
-        assert!(c.topics_by_cluster("NoSuchCluster").await.expect("unknown cluster").topic_list.is_empty());
+        assert!(c
+            .topics_by_cluster("NoSuchCluster")
+            .await
+            .expect("unknown cluster")
+            .topic_list
+            .is_empty());
         let system = c.system_topic_list().await.expect("system topics");
-        assert!(system.topic_list.contains(&"DefaultCluster".to_owned()) && system.topic_list.contains(&"broker-a".to_owned()));
+        assert!(
+            system.topic_list.contains(&"DefaultCluster".to_owned())
+                && system.topic_list.contains(&"broker-a".to_owned())
+        );
         assert_eq!(system.broker_addr.as_deref(), Some("127.0.0.1:10911"));
         let unit = c.unit_topic_list(UnitTopics::Unit).await.expect("unit topics").topic_list;
         assert_eq!(unit, ["UnitTopic"]);
-        assert!(c.unit_topic_list(UnitTopics::HasUnitSub).await.expect("312").topic_list.is_empty());
-        assert!(c.unit_topic_list(UnitTopics::HasUnitSubUnunit).await.expect("313").topic_list.is_empty());
+        assert!(c
+            .unit_topic_list(UnitTopics::HasUnitSub)
+            .await
+            .expect("312")
+            .topic_list
+            .is_empty());
+        assert!(c
+            .unit_topic_list(UnitTopics::HasUnitSubUnunit)
+            .await
+            .expect("313")
+            .topic_list
+            .is_empty());
 
-        let group = c.get_broker_member_group("DefaultCluster", "broker-a").await.expect("member group");
+        let group =
+            c.get_broker_member_group("DefaultCluster", "broker-a").await.expect("member group");
         assert_eq!(group.broker_addrs.0[&0], "127.0.0.1:10911");
         assert_eq!(group.broker_name, "broker-a");
     })
@@ -107,7 +148,12 @@ async fn unknown_topic_is_topic_not_exist_with_remark() {
         let c = Client::new(&server.addr_string()).expect("client");
         let err = c.get_route("Nope").await.expect_err("no such topic");
         assert_eq!(err.response_code(), Some(ResponseCode::TopicNotExist));
-        assert!(err.remark().is_some_and(|r| r.starts_with("No topic route info in name server for the topic: Nope")), "{err}");
+        assert!(
+            err.remark().is_some_and(
+                |r| r.starts_with("No topic route info in name server for the topic: Nope")
+            ),
+            "{err}"
+        );
     })
     .await;
 }
@@ -117,19 +163,28 @@ async fn route_json_form_follows_version_and_accept_standard_json_only() {
     within(async {
         let server = TestServer::start().await;
         let c = Client::new(&server.addr_string()).expect("client");
-        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1)).await.expect("registered");
+        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1))
+            .await
+            .expect("registered");
         let body = |opts| {
             let c = c.clone();
-            async move { String::from_utf8(c.get_route_body("TopicA", opts).await.expect("route").1.to_vec()).expect("utf8") }
+            async move {
+                String::from_utf8(c.get_route_body("TopicA", opts).await.expect("route").1.to_vec())
+                    .expect("utf8")
+            }
         };
         let legacy = body(RouteOptions { version: Some(400), ..Default::default() }).await;
         assert!(legacy.contains(r#"{0:"127.0.0.1:10911"}"#), "{legacy}");
         let standard = body(RouteOptions::default()).await;
         assert!(standard.contains(r#"{"0":"127.0.0.1:10911"}"#), "{standard}");
-        let forced = body(RouteOptions { version: Some(400), accept_standard_json_only: Some(true) }).await;
+        let forced =
+            body(RouteOptions { version: Some(400), accept_standard_json_only: Some(true) }).await;
         assert!(forced.contains(r#"{"0":"127.0.0.1:10911"}"#), "{forced}");
         // Both forms decode to the same route.
-        let a = c.get_route_with("TopicA", RouteOptions { version: Some(400), ..Default::default() }).await.expect("legacy");
+        let a = c
+            .get_route_with("TopicA", RouteOptions { version: Some(400), ..Default::default() })
+            .await
+            .expect("legacy");
         assert_eq!(a, c.get_route("TopicA").await.expect("standard"));
     })
     .await;
@@ -140,10 +195,13 @@ async fn slave_learns_its_master_and_order_config_comes_back_on_registration() {
     within(async {
         let server = TestServer::start().await;
         let c = Client::new(&server.addr_string()).expect("client");
-        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1)).await.expect("master");
+        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1))
+            .await
+            .expect("master");
         c.put_kv_config("ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4").await.expect("order conf");
         let slave = BrokerIdentity::new("DefaultCluster", "broker-a", 1, "127.0.0.1:10921");
-        let r = c.register_broker(&registration(slave, &[topic("TopicA", 4)], 1)).await.expect("slave");
+        let r =
+            c.register_broker(&registration(slave, &[topic("TopicA", 4)], 1)).await.expect("slave");
         assert_eq!(r.master_addr.as_deref(), Some("127.0.0.1:10911"));
         assert_eq!(r.ha_server_addr.as_deref(), Some("127.0.0.1:10912"));
         assert_eq!(r.kv_table.expect("order config table").table["TopicA"], "broker-a:4");
@@ -174,12 +232,23 @@ async fn register_broker_request_looks_like_a_java_broker() {
     let keys: Vec<&str> = cmd.ext_fields.as_ref().expect("ext").iter().map(|(k, _)| k).collect();
     assert_eq!(
         keys,
-        ["brokerId", "bodyCrc32", "clusterName", "brokerAddr", "enableActingMaster", "haServerAddr", "compressed", "brokerName"]
+        [
+            "brokerId",
+            "bodyCrc32",
+            "clusterName",
+            "brokerAddr",
+            "enableActingMaster",
+            "haServerAddr",
+            "compressed",
+            "brokerName"
+        ]
     );
     let crc = remoting::body::body_crc32(cmd.body_bytes()).to_string();
     assert_eq!(cmd.ext("bodyCrc32"), Some(crc.as_str()));
     assert_eq!((cmd.code, cmd.version, cmd.language), (103, 479, remoting::LanguageCode::Java));
-    assert!(cmd.body_bytes().starts_with(br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":"#));
+    assert!(cmd
+        .body_bytes()
+        .starts_with(br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":"#));
 }
 
 #[tokio::test]
@@ -211,11 +280,20 @@ async fn wipe_and_add_write_perm_change_route_perm() {
     within(async {
         let server = TestServer::start().await;
         let c = Client::new(&server.addr_string()).expect("client");
-        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1)).await.expect("registered");
-        assert_eq!(c.wipe_write_perm("broker-a").await.expect("wipe"), 2, "TopicA and the broker-name topic");
+        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1))
+            .await
+            .expect("registered");
+        assert_eq!(
+            c.wipe_write_perm("broker-a").await.expect("wipe"),
+            2,
+            "TopicA and the broker-name topic"
+        );
         assert_eq!(c.get_route("TopicA").await.expect("route").queue_datas[0].perm, perm::READ);
         assert_eq!(c.add_write_perm("broker-a").await.expect("add"), 2);
-        assert_eq!(c.get_route("TopicA").await.expect("route").queue_datas[0].perm, perm::READ | perm::WRITE);
+        assert_eq!(
+            c.get_route("TopicA").await.expect("route").queue_datas[0].perm,
+            perm::READ | perm::WRITE
+        );
         assert_eq!(c.wipe_write_perm("no-such-broker").await.expect("wipe"), 0);
     })
     .await;
@@ -226,8 +304,16 @@ async fn register_topic_and_delete_topic_by_cluster() {
     within(async {
         let server = TestServer::start().await;
         let c = Client::new(&server.addr_string()).expect("client");
-        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1)).await.expect("registered");
-        let qd = QueueData { broker_name: "broker-a".into(), perm: 6, read_queue_nums: 2, write_queue_nums: 2, topic_sys_flag: 0 };
+        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1))
+            .await
+            .expect("registered");
+        let qd = QueueData {
+            broker_name: "broker-a".into(),
+            perm: 6,
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            topic_sys_flag: 0,
+        };
         c.register_topic("Single", &[qd]).await.expect("register topic");
         assert_eq!(c.get_route("Single").await.expect("route").queue_datas[0].write_queue_nums, 2);
         c.delete_topic("Single", Some("OtherCluster")).await.expect("delete in another cluster");
@@ -248,7 +334,9 @@ async fn namesrv_config_get_update_and_blacklist() {
         let c = Client::new(&server.addr_string()).expect("client");
         let before = c.get_namesrv_config().await.expect("config");
         assert_eq!(before.get("orderMessageEnable").map(String::as_str), Some("false"));
-        c.update_namesrv_config(&BTreeMap::from([("orderMessageEnable".into(), "true".into())])).await.expect("update");
+        c.update_namesrv_config(&BTreeMap::from([("orderMessageEnable".into(), "true".into())]))
+            .await
+            .expect("update");
         let after = c.get_namesrv_config().await.expect("config");
         assert_eq!(after.get("orderMessageEnable").map(String::as_str), Some("true"));
         let err = c
@@ -267,11 +355,16 @@ async fn unregistered_broker_disappears() {
     within(async {
         let server = TestServer::start().await;
         let c = Client::new(&server.addr_string()).expect("client");
-        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1)).await.expect("registered");
+        c.register_broker(&registration(master_a(), &[topic("TopicA", 4)], 1))
+            .await
+            .expect("registered");
         c.unregister_broker(&master_a()).await.expect("unregister");
         eventually("broker-a removed", || {
             let c = c.clone();
-            async move { (!c.cluster_info().await.ok()?.broker_addr_table.contains_key("broker-a")).then_some(()) }
+            async move {
+                (!c.cluster_info().await.ok()?.broker_addr_table.contains_key("broker-a"))
+                    .then_some(())
+            }
         })
         .await;
         assert_eq!(c.get_route("TopicA").await.expect_err("route gone").code(), Some(17));
@@ -291,9 +384,13 @@ async fn fails_over_when_one_of_two_nameservers_is_stopped() {
         }
         let (stopped, _dir) = first.stop().await;
         for _ in 0..4 {
-            assert_eq!(c.get_kv_config("ns", "k").await.expect("answered by the live one").as_deref(), Some("v"));
+            assert_eq!(
+                c.get_kv_config("ns", "k").await.expect("answered by the live one").as_deref(),
+                Some("v")
+            );
         }
-        let err = c.pinned(&stopped.to_string()).get_kv_config("ns", "k").await.expect_err("stopped");
+        let err =
+            c.pinned(&stopped.to_string()).get_kv_config("ns", "k").await.expect_err("stopped");
         assert!(err.is_transport(), "{err}");
         drop(second);
     })

@@ -18,7 +18,8 @@ fn broker(server: &TestServer, name: &str, port: u16) -> Agent {
     let id = BrokerIdentity::master("DefaultCluster", name, &format!("127.0.0.1:{port}"));
     let t = TopicConfig { read_queue_nums: 2, write_queue_nums: 2, ..TopicConfig::named("Orders") };
     let cfg = AgentConfig { period: Duration::from_secs(600), ..AgentConfig::default() };
-    Agent::start(&server.addr_string(), id.clone(), &TopicTable::with_broker_topics(&id, [t]), cfg).expect("agent")
+    Agent::start(&server.addr_string(), id.clone(), &TopicTable::with_broker_topics(&id, [t]), cfg)
+        .expect("agent")
 }
 
 #[tokio::test]
@@ -31,14 +32,18 @@ async fn cache_builds_queues_and_refreshes_after_wiped_write_perm() {
         let client = Client::new(&server.addr_string()).expect("client");
         let cache = RouteCache::new(client.clone(), RouteCacheConfig::default());
         let info = cache.publish_info("Orders").await.expect("route");
-        let queues: Vec<String> = info.queues.iter().map(|q| format!("{}/{}", q.broker_name, q.queue_id)).collect();
+        let queues: Vec<String> =
+            info.queues.iter().map(|q| format!("{}/{}", q.broker_name, q.queue_id)).collect();
         assert_eq!(queues, ["broker-a/0", "broker-a/1", "broker-b/0", "broker-b/1"]);
         assert_eq!(info.master_addr("broker-b"), Some("127.0.0.1:10921"));
 
         client.wipe_write_perm("broker-a").await.expect("wipe");
         // Cached until refreshed; a reported failure refreshes on demand.
         assert_eq!(cache.publish_info("Orders").await.expect("cached").queues.len(), 4);
-        let info = cache.report_failure("Orders", "broker-a", Duration::from_millis(3)).await.expect("refreshed");
+        let info = cache
+            .report_failure("Orders", "broker-a", Duration::from_millis(3))
+            .await
+            .expect("refreshed");
         assert!(info.queues.iter().all(|q| q.broker_name == "broker-b"));
         let q = cache.select_queue("Orders", None).await.expect("route").expect("a queue");
         assert_eq!(q.broker_name, "broker-b");
@@ -53,10 +58,16 @@ async fn refresher_picks_up_order_conf_changes() {
         let a = broker(&server, "broker-a", 10911);
         a.wait_registered(1).await;
         let client = Client::new(&server.addr_string()).expect("client");
-        let cache = RouteCache::new(client.clone(), RouteCacheConfig { poll_interval: Duration::from_millis(50), ..Default::default() });
+        let cache = RouteCache::new(
+            client.clone(),
+            RouteCacheConfig { poll_interval: Duration::from_millis(50), ..Default::default() },
+        );
         let _refresher = cache.spawn_refresher();
         assert!(!cache.publish_info("Orders").await.expect("route").order_topic);
-        client.put_kv_config("ORDER_TOPIC_CONFIG", "Orders", "broker-a:3").await.expect("order conf");
+        client
+            .put_kv_config("ORDER_TOPIC_CONFIG", "Orders", "broker-a:3")
+            .await
+            .expect("order conf");
         let info = eventually("order conf in cache", || async {
             cache.cached("Orders").filter(|i| i.order_topic)
         })
@@ -70,7 +81,10 @@ async fn refresher_picks_up_order_conf_changes() {
 async fn unknown_topic_is_an_error_and_not_cached() {
     within(async {
         let server = TestServer::start().await;
-        let cache = RouteCache::new(Client::new(&server.addr_string()).expect("client"), RouteCacheConfig::default());
+        let cache = RouteCache::new(
+            Client::new(&server.addr_string()).expect("client"),
+            RouteCacheConfig::default(),
+        );
         let err = cache.publish_info("Nope").await.expect_err("no route");
         assert_eq!(err.code(), Some(17));
         assert!(cache.topics().is_empty());

@@ -93,7 +93,11 @@ async fn responses_out_of_order_reach_their_requests() {
         for (i, result) in futures::future::join_all(calls).await {
             let (from, resp) = result.expect("answered");
             assert_eq!(from, addr.to_string());
-            assert_eq!(resp.remark.as_deref(), Some(i.to_string().as_str()), "request {i} got another's response");
+            assert_eq!(
+                resp.remark.as_deref(),
+                Some(i.to_string().as_str()),
+                "request {i} got another's response"
+            );
         }
     })
     .await
@@ -113,7 +117,8 @@ async fn requests_carry_java_client_language_version_and_increasing_opaques() {
         for i in 0..3 {
             client.invoke(req_i(&client, i)).await.expect("answered");
         }
-        let seen: Vec<RemotingCommand> = (0..3).map(|_| rx.try_recv().expect("request seen")).collect();
+        let seen: Vec<RemotingCommand> =
+            (0..3).map(|_| rx.try_recv().expect("request seen")).collect();
         assert_eq!(seen.iter().map(|r| r.opaque).collect::<Vec<_>>(), [0, 1, 2]);
         for r in &seen {
             assert_eq!(r.version, 479);
@@ -150,11 +155,13 @@ async fn timed_out_request_is_forgotten_and_its_late_answer_dropped() {
         assert!(err.is_transport());
         assert!(started.elapsed() >= Duration::from_millis(300));
         let long = client.pinned(&addr.to_string());
-        let (_, resp) = long
-            .invoke_timeout(req_i(&long, 1), Duration::from_secs(5))
-            .await
-            .expect("answered");
-        assert_eq!(resp.remark.as_deref(), Some("1"), "the late answer to request 0 must not complete request 1");
+        let (_, resp) =
+            long.invoke_timeout(req_i(&long, 1), Duration::from_secs(5)).await.expect("answered");
+        assert_eq!(
+            resp.remark.as_deref(),
+            Some("1"),
+            "the late answer to request 0 must not complete request 1"
+        );
     })
     .await
     .expect("test finished in time");
@@ -198,7 +205,8 @@ async fn next_call_reconnects_after_the_server_closed_the_connection() {
         let a = addr.to_string();
         client.invoke(req_i(&client, 1)).await.expect("first answered");
         client.connection_closed(&a).await;
-        let (_, resp) = client.invoke(req_i(&client, 2)).await.expect("second answered on a new connection");
+        let (_, resp) =
+            client.invoke(req_i(&client, 2)).await.expect("second answered on a new connection");
         assert_eq!(resp.remark.as_deref(), Some("2"));
     })
     .await
@@ -232,11 +240,13 @@ async fn unreachable_nameserver_fails_over_to_the_next() {
         for list in [format!("{dead};{good}"), format!("{good};{dead}")] {
             let client = Client::new(&list).expect("client");
             for i in 0..3 {
-                let (from, _) = client.invoke(req_i(&client, i)).await.expect("answered by the live one");
+                let (from, _) =
+                    client.invoke(req_i(&client, i)).await.expect("answered by the live one");
                 assert_eq!(from, good.to_string());
             }
         }
-        let pinned = Client::new(&format!("{dead};{good}")).expect("client").pinned(&dead.to_string());
+        let pinned =
+            Client::new(&format!("{dead};{good}")).expect("client").pinned(&dead.to_string());
         let err = pinned.invoke(req_i(&pinned, 0)).await.expect_err("pinned to a dead address");
         assert!(matches!(err, Error::Connect { .. }), "{err:?}");
     })
@@ -263,12 +273,17 @@ async fn silent_nameserver_fails_over_after_its_timeout() {
 async fn server_error_is_returned_with_code_and_remark_without_fail_over() {
     tokio::time::timeout(LIMIT, async {
         let (refusing, refusing_count) = serve(|req| {
-            Some(RemotingCommand::response(ResponseCode::SystemError, Some("disable".into())).respond_to(req))
+            Some(
+                RemotingCommand::response(ResponseCode::SystemError, Some("disable".into()))
+                    .respond_to(req),
+            )
         })
         .await;
         let (good, good_count) = serve(|req| Some(answer(req, ResponseCode::Success))).await;
         // Pinned to the refusing one so the start index does not matter.
-        let client = Client::new(&format!("{refusing};{good}")).expect("client").pinned(&refusing.to_string());
+        let client = Client::new(&format!("{refusing};{good}"))
+            .expect("client")
+            .pinned(&refusing.to_string());
         let err = client.all_topic_list().await.expect_err("SYSTEM_ERROR");
         assert_eq!(err.code(), Some(1));
         assert_eq!(err.remark(), Some("disable"));

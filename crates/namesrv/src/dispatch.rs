@@ -1,6 +1,8 @@
 //! Request code → handler, one line per code; and the one place where an error becomes a
 //! response code and remark.
 
+use std::sync::Arc;
+
 use remoting::{version, RemotingCommand, RequestCode as C, ResponseCode};
 use tracing::{debug, warn};
 
@@ -29,7 +31,7 @@ pub enum HandlerError {
 /// nameserver sends no requests, so it is dropped) or the request was oneway.
 /// Java: `NettyRemotingAbstract#processRequestCommand` + `DefaultRequestProcessor#processRequest`
 pub async fn dispatch(
-    state: &State,
+    state: &Arc<State>,
     conn: &ConnCtx,
     request: RemotingCommand,
 ) -> Option<RemotingCommand> {
@@ -45,7 +47,7 @@ pub async fn dispatch(
             C::GetKvConfig => kv::get(state, &request),
             C::DeleteKvConfig => kv::delete(state, &request).await,
             C::GetKvlistByNamespace => kv::list_namespace(state, &request),
-            C::RegisterBroker => broker::register(state, conn, &request),
+            C::RegisterBroker => broker::register(state, conn, &request).await,
             C::UnregisterBroker => broker::unregister(state, &request),
             C::QueryDataVersion => broker::query_data_version(state, &request),
             C::BrokerHeartbeat => broker::heartbeat(state, &request),

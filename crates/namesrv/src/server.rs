@@ -105,7 +105,12 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
 
 /// Reads, dispatches and answers frames on one connection until EOF, a decode error, the idle
 /// timeout or shutdown (after answering everything already received).
-pub async fn serve_connection<S>(state: &State, stream: S, ctx: &ConnCtx, mut shutdown: Shutdown)
+pub async fn serve_connection<S>(
+    state: &Arc<State>,
+    stream: S,
+    ctx: &ConnCtx,
+    mut shutdown: Shutdown,
+)
 where
     S: AsyncRead + AsyncWrite + Send,
 {

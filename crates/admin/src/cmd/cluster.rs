@@ -8,14 +8,18 @@ use crate::{AdminError, Ctx, Exit};
 
 /// Java: ClusterListSubCommand#printClusterBaseInfo. Brokers are not asked for their runtime
 /// stats, so those columns hold what Java prints when a broker cannot be reached.
-pub(crate) async fn cluster_list(ctx: &mut Ctx<'_>, cluster: Option<&str>) -> Result<Exit, AdminError> {
+pub(crate) async fn cluster_list(
+    ctx: &mut Ctx<'_>,
+    cluster: Option<&str>,
+) -> Result<Exit, AdminError> {
     let info = ctx.client.cluster_info().await?;
     let clusters: BTreeSet<String> = match cluster.map(str::trim).filter(|c| !c.is_empty()) {
         Some(c) => [c.to_owned()].into(),
         None => info.cluster_addr_table.keys().cloned().collect(),
     };
     if ctx.json {
-        let mut shown = ClusterInfo { broker_addr_table: BTreeMap::new(), cluster_addr_table: BTreeMap::new() };
+        let mut shown =
+            ClusterInfo { broker_addr_table: BTreeMap::new(), cluster_addr_table: BTreeMap::new() };
         for c in &clusters {
             let Some(names) = info.cluster_addr_table.get(c) else { continue };
             shown.cluster_addr_table.insert(c.clone(), names.clone());
@@ -45,7 +49,8 @@ pub(crate) async fn cluster_list(ctx: &mut Ctx<'_>, cluster: Option<&str>) -> Re
         "#ACTIVATED"
     )?;
     for c in &clusters {
-        let names: BTreeSet<&String> = info.cluster_addr_table.get(c).into_iter().flatten().collect();
+        let names: BTreeSet<&String> =
+            info.cluster_addr_table.get(c).into_iter().flatten().collect();
         for name in names {
             let Some(broker) = info.broker_addr_table.get(name) else { continue };
             for (id, addr) in broker.broker_addrs.jdk_hash_order() {

@@ -37,15 +37,19 @@ async fn fetch_lists(ns: &Client) -> Result<(ClusterInfo, BTreeSet<String>), cli
     Ok((cluster, topics))
 }
 
-async fn fetch_routes(ns: &Client, topics: &BTreeSet<String>) -> Result<BTreeMap<String, Option<TopicRouteData>>, client::Error> {
-    let results: Vec<(String, Result<TopicRouteData, client::Error>)> = futures::stream::iter(topics.iter().cloned())
-        .map(|t| async move {
-            let r = ns.get_route(&t).await;
-            (t, r)
-        })
-        .buffer_unordered(PARALLEL_ROUTES)
-        .collect()
-        .await;
+async fn fetch_routes(
+    ns: &Client,
+    topics: &BTreeSet<String>,
+) -> Result<BTreeMap<String, Option<TopicRouteData>>, client::Error> {
+    let results: Vec<(String, Result<TopicRouteData, client::Error>)> =
+        futures::stream::iter(topics.iter().cloned())
+            .map(|t| async move {
+                let r = ns.get_route(&t).await;
+                (t, r)
+            })
+            .buffer_unordered(PARALLEL_ROUTES)
+            .collect()
+            .await;
     let mut routes = BTreeMap::new();
     for (topic, r) in results {
         match r {
@@ -77,9 +81,12 @@ pub(crate) async fn ns_diff(ctx: &mut Ctx<'_>) -> Result<Exit, AdminError> {
     if !failed.is_empty() {
         return Err(AdminError::Failed(failed.join("\n")));
     }
-    let all_topics: BTreeSet<String> = partial.iter().flat_map(|(_, _, _, t)| t.iter().cloned()).collect();
+    let all_topics: BTreeSet<String> =
+        partial.iter().flat_map(|(_, _, _, t)| t.iter().cloned()).collect();
     let all_topics = &all_topics;
-    let routes = futures::future::join_all(partial.iter().map(|(ns, _, _, _)| fetch_routes(ns, all_topics))).await;
+    let routes =
+        futures::future::join_all(partial.iter().map(|(ns, _, _, _)| fetch_routes(ns, all_topics)))
+            .await;
     let mut snaps = Vec::new();
     for ((_, addr, cluster, topics), r) in partial.into_iter().zip(routes) {
         match r {
@@ -100,13 +107,23 @@ pub(crate) async fn ns_diff(ctx: &mut Ctx<'_>) -> Result<Exit, AdminError> {
         for d in &diffs {
             writeln!(ctx.out, "{}: {}", d.subject, d.detail)?;
         }
-        writeln!(ctx.out, "{} difference(s) between name servers {}", diffs.len(), addrs.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "))?;
+        writeln!(
+            ctx.out,
+            "{} difference(s) between name servers {}",
+            diffs.len(),
+            addrs.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ")
+        )?;
     }
     Ok(u8::from(!diffs.is_empty()))
 }
 
 /// Compares one value across nameservers; `None` = absent there.
-fn compare<V: PartialEq + Display>(subject: &str, what: &str, values: &[(&str, Option<V>)], out: &mut Vec<Difference>) {
+fn compare<V: PartialEq + Display>(
+    subject: &str,
+    what: &str,
+    values: &[(&str, Option<V>)],
+    out: &mut Vec<Difference>,
+) {
     let present: Vec<&(&str, Option<V>)> = values.iter().filter(|(_, v)| v.is_some()).collect();
     if present.is_empty() {
         return;
@@ -116,14 +133,22 @@ fn compare<V: PartialEq + Display>(subject: &str, what: &str, values: &[(&str, O
         let on: Vec<&str> = present.iter().map(|(a, _)| *a).collect();
         out.push(Difference {
             subject: subject.to_owned(),
-            detail: format!("{what}missing on {} (present on {})", missing.join(", "), on.join(", ")),
+            detail: format!(
+                "{what}missing on {} (present on {})",
+                missing.join(", "),
+                on.join(", ")
+            ),
         });
         return;
     }
     let first = &present[0].1;
     if present.iter().any(|(_, v)| v != first) {
-        let all: Vec<String> = present.iter().filter_map(|(a, v)| v.as_ref().map(|v| format!("{v} on {a}"))).collect();
-        out.push(Difference { subject: subject.to_owned(), detail: format!("{what}{}", all.join(", ")) });
+        let all: Vec<String> =
+            present.iter().filter_map(|(a, v)| v.as_ref().map(|v| format!("{v} on {a}"))).collect();
+        out.push(Difference {
+            subject: subject.to_owned(),
+            detail: format!("{what}{}", all.join(", ")),
+        });
     }
 }
 
@@ -141,20 +166,25 @@ fn list<T: Display>(items: impl IntoIterator<Item = T>) -> String {
 /// Every difference between the snapshots, sorted.
 fn diff(snaps: &[Snapshot]) -> Vec<Difference> {
     let mut out = Vec::new();
-    let clusters: BTreeSet<&String> = snaps.iter().flat_map(|s| s.cluster.cluster_addr_table.keys()).collect();
+    let clusters: BTreeSet<&String> =
+        snaps.iter().flat_map(|s| s.cluster.cluster_addr_table.keys()).collect();
     for c in clusters {
-        let v: Vec<(&str, Option<String>)> =
-            snaps.iter().map(|s| (s.addr.as_str(), s.cluster.cluster_addr_table.get(c).map(list))).collect();
+        let v: Vec<(&str, Option<String>)> = snaps
+            .iter()
+            .map(|s| (s.addr.as_str(), s.cluster.cluster_addr_table.get(c).map(list)))
+            .collect();
         compare(&format!("cluster {c}"), "brokers ", &v, &mut out);
     }
-    let brokers: BTreeSet<&String> = snaps.iter().flat_map(|s| s.cluster.broker_addr_table.keys()).collect();
+    let brokers: BTreeSet<&String> =
+        snaps.iter().flat_map(|s| s.cluster.broker_addr_table.keys()).collect();
     for b in brokers {
         let subject = format!("broker {b}");
         let data: Vec<(&str, Option<&remoting::body::BrokerData>)> =
             snaps.iter().map(|s| (s.addr.as_str(), s.cluster.broker_addr_table.get(b))).collect();
-        let present = |f: &dyn Fn(&remoting::body::BrokerData) -> String| -> Vec<(&str, Option<String>)> {
-            data.iter().map(|(a, d)| (*a, d.map(f))).collect()
-        };
+        let present =
+            |f: &dyn Fn(&remoting::body::BrokerData) -> String| -> Vec<(&str, Option<String>)> {
+                data.iter().map(|(a, d)| (*a, d.map(f))).collect()
+            };
         let before = out.len();
         compare(&subject, "", &present(&|_| String::new()), &mut out);
         if out.len() == before {
@@ -172,27 +202,54 @@ fn diff(snaps: &[Snapshot]) -> Vec<Difference> {
         if out.len() != before {
             continue;
         }
-        let routes: Vec<(&str, Option<&TopicRouteData>)> =
-            snaps.iter().map(|s| (s.addr.as_str(), s.routes.get(t).and_then(Option::as_ref))).collect();
-        compare(&subject, "route ", &routes.iter().map(|(a, r)| (*a, r.map(|_| ""))).collect::<Vec<_>>(), &mut out);
+        let routes: Vec<(&str, Option<&TopicRouteData>)> = snaps
+            .iter()
+            .map(|s| (s.addr.as_str(), s.routes.get(t).and_then(Option::as_ref)))
+            .collect();
+        compare(
+            &subject,
+            "route ",
+            &routes.iter().map(|(a, r)| (*a, r.map(|_| ""))).collect::<Vec<_>>(),
+            &mut out,
+        );
         if routes.iter().any(|(_, r)| r.is_none()) {
             continue;
         }
         let order: Vec<(&str, Option<String>)> = routes
             .iter()
-            .map(|(a, r)| (*a, Some(r.and_then(|r| r.order_topic_conf.clone()).unwrap_or_else(|| "<none>".into()))))
+            .map(|(a, r)| {
+                (
+                    *a,
+                    Some(
+                        r.and_then(|r| r.order_topic_conf.clone())
+                            .unwrap_or_else(|| "<none>".into()),
+                    ),
+                )
+            })
             .collect();
         compare(&subject, "orderTopicConf ", &order, &mut out);
-        let brokers: BTreeSet<&String> = routes.iter().flat_map(|(_, r)| r.iter().flat_map(|r| r.queue_datas.iter().map(|q| &q.broker_name))).collect();
+        let brokers: BTreeSet<&String> = routes
+            .iter()
+            .flat_map(|(_, r)| r.iter().flat_map(|r| r.queue_datas.iter().map(|q| &q.broker_name)))
+            .collect();
         for b in brokers {
             let subject = format!("topic {t} broker {b}");
             let qd: Vec<(&str, Option<&QueueData>)> = routes
                 .iter()
-                .map(|(a, r)| (*a, r.and_then(|r| r.queue_datas.iter().find(|q| &q.broker_name == b))))
+                .map(|(a, r)| {
+                    (*a, r.and_then(|r| r.queue_datas.iter().find(|q| &q.broker_name == b)))
+                })
                 .collect();
-            let field = |f: fn(&QueueData) -> i32| -> Vec<(&str, Option<i32>)> { qd.iter().map(|(a, q)| (*a, q.map(f))).collect() };
+            let field = |f: fn(&QueueData) -> i32| -> Vec<(&str, Option<i32>)> {
+                qd.iter().map(|(a, q)| (*a, q.map(f))).collect()
+            };
             let before = out.len();
-            compare(&subject, "queues ", &qd.iter().map(|(a, q)| (*a, q.map(|_| ""))).collect::<Vec<_>>(), &mut out);
+            compare(
+                &subject,
+                "queues ",
+                &qd.iter().map(|(a, q)| (*a, q.map(|_| ""))).collect::<Vec<_>>(),
+                &mut out,
+            );
             if out.len() != before {
                 continue;
             }
@@ -227,9 +284,16 @@ mod tests {
                 },
             );
             topics.insert("T".to_owned());
-            let route: &mut Option<TopicRouteData> = routes.entry("T".to_owned()).or_insert_with(|| Some(TopicRouteData::default()));
+            let route: &mut Option<TopicRouteData> =
+                routes.entry("T".to_owned()).or_insert_with(|| Some(TopicRouteData::default()));
             if let Some(r) = route.as_mut() {
-                r.queue_datas.push(QueueData { broker_name: (*b).into(), perm: *perm, read_queue_nums: 4, write_queue_nums: 4, topic_sys_flag: 0 });
+                r.queue_datas.push(QueueData {
+                    broker_name: (*b).into(),
+                    perm: *perm,
+                    read_queue_nums: 4,
+                    write_queue_nums: 4,
+                    topic_sys_flag: 0,
+                });
             }
         }
         Snapshot { addr: addr.into(), cluster, topics, routes }
@@ -245,13 +309,25 @@ mod tests {
         let d = diff(&[snap("a", &[("b1", 6), ("b2", 6)]), snap("b", &[("b1", 6)])]);
         let text: Vec<String> = d.iter().map(|d| format!("{}: {}", d.subject, d.detail)).collect();
         assert!(text.contains(&"broker b2: missing on b (present on a)".to_owned()), "{text:?}");
-        assert!(text.contains(&"topic T broker b2: queues missing on b (present on a)".to_owned()), "{text:?}");
-        assert!(text.contains(&"cluster C: brokers [b1, b2] on a, [b1] on b".to_owned()), "{text:?}");
+        assert!(
+            text.contains(&"topic T broker b2: queues missing on b (present on a)".to_owned()),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(&"cluster C: brokers [b1, b2] on a, [b1] on b".to_owned()),
+            "{text:?}"
+        );
     }
 
     #[test]
     fn different_perm_is_reported() {
         let d = diff(&[snap("a", &[("b1", 6)]), snap("b", &[("b1", 4)])]);
-        assert_eq!(d, vec![Difference { subject: "topic T broker b1".into(), detail: "perm 6 on a, 4 on b".into() }]);
+        assert_eq!(
+            d,
+            vec![Difference {
+                subject: "topic T broker b1".into(),
+                detail: "perm 6 on a, 4 on b".into()
+            }]
+        );
     }
 }

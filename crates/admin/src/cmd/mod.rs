@@ -15,20 +15,34 @@ use crate::{AdminError, Command, Ctx, Exit};
 /// Dispatches one subcommand.
 pub(crate) async fn run(ctx: &mut Ctx<'_>, command: Command) -> Result<Exit, AdminError> {
     match command {
-        Command::ClusterList { cluster_name } => cluster::cluster_list(ctx, cluster_name.as_deref()).await,
+        Command::ClusterList { cluster_name } => {
+            cluster::cluster_list(ctx, cluster_name.as_deref()).await
+        }
         Command::TopicList { cluster_model } => topic::topic_list(ctx, cluster_model).await,
         Command::TopicRoute { topic, list } => topic::topic_route(ctx, topic.trim(), list).await,
         Command::TopicClusterList { topic } => topic::topic_cluster_list(ctx, topic.trim()).await,
-        Command::DeleteTopic { topic, cluster_name } => topic::delete_topic(ctx, topic.trim(), cluster_name.trim()).await,
+        Command::DeleteTopic { topic, cluster_name } => {
+            topic::delete_topic(ctx, topic.trim(), cluster_name.trim()).await
+        }
         Command::UpdateOrderConf { topic, order_conf, method } => {
             topic::update_order_conf(ctx, topic.trim(), order_conf.as_deref(), method).await
         }
         Command::GetNamesrvConfig => namesrv::get_config(ctx).await,
-        Command::UpdateNamesrvConfig { key, value } => namesrv::update_config(ctx, key.trim(), value.trim()).await,
-        Command::WipeWritePerm { broker_name } => namesrv::write_perm(ctx, broker_name.trim(), false).await,
-        Command::AddWritePerm { broker_name } => namesrv::write_perm(ctx, broker_name.trim(), true).await,
-        Command::UpdateKvConfig { namespace, key, value } => kv::update(ctx, namespace.trim(), key.trim(), value.trim()).await,
-        Command::DeleteKvConfig { namespace, key } => kv::delete(ctx, namespace.trim(), key.trim()).await,
+        Command::UpdateNamesrvConfig { key, value } => {
+            namesrv::update_config(ctx, key.trim(), value.trim()).await
+        }
+        Command::WipeWritePerm { broker_name } => {
+            namesrv::write_perm(ctx, broker_name.trim(), false).await
+        }
+        Command::AddWritePerm { broker_name } => {
+            namesrv::write_perm(ctx, broker_name.trim(), true).await
+        }
+        Command::UpdateKvConfig { namespace, key, value } => {
+            kv::update(ctx, namespace.trim(), key.trim(), value.trim()).await
+        }
+        Command::DeleteKvConfig { namespace, key } => {
+            kv::delete(ctx, namespace.trim(), key.trim()).await
+        }
         Command::GetKvConfig { namespace, key } => kv::get(ctx, namespace.trim(), key.trim()).await,
         Command::GetKvListByNamespace { namespace } => kv::list(ctx, namespace.trim()).await,
         Command::NsDiff => diff::ns_diff(ctx).await,
@@ -36,7 +50,10 @@ pub(crate) async fn run(ctx: &mut Ctx<'_>, command: Command) -> Result<Exit, Adm
 }
 
 /// Runs `f` against every nameserver of the list in parallel; results in list order.
-pub(crate) async fn on_each<T, F, Fut>(client: &Client, f: F) -> Vec<(String, Result<T, client::Error>)>
+pub(crate) async fn on_each<T, F, Fut>(
+    client: &Client,
+    f: F,
+) -> Vec<(String, Result<T, client::Error>)>
 where
     F: Fn(Client) -> Fut,
     Fut: Future<Output = Result<T, client::Error>>,
@@ -50,7 +67,9 @@ where
 }
 
 /// Fails with every nameserver's error when any call failed (Java throws after trying all).
-pub(crate) fn all_ok<T>(results: Vec<(String, Result<T, client::Error>)>) -> Result<Vec<(String, T)>, AdminError> {
+pub(crate) fn all_ok<T>(
+    results: Vec<(String, Result<T, client::Error>)>,
+) -> Result<Vec<(String, T)>, AdminError> {
     let mut ok = Vec::new();
     let mut failed = Vec::new();
     for (addr, r) in results {

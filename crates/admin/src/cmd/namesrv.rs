@@ -10,9 +10,11 @@ use crate::{AdminError, Ctx, Exit};
 
 /// Java: GetNamesrvConfigCommand.
 pub(crate) async fn get_config(ctx: &mut Ctx<'_>) -> Result<Exit, AdminError> {
-    let configs = all_ok(on_each(&ctx.client, |ns| async move { ns.get_namesrv_config().await }).await)?;
+    let configs =
+        all_ok(on_each(&ctx.client, |ns| async move { ns.get_namesrv_config().await }).await)?;
     if ctx.json {
-        let map: BTreeMap<&String, &BTreeMap<String, String>> = configs.iter().map(|(a, c)| (a, c)).collect();
+        let map: BTreeMap<&String, &BTreeMap<String, String>> =
+            configs.iter().map(|(a, c)| (a, c)).collect();
         ctx.json(&map)?;
         return Ok(0);
     }
@@ -26,23 +28,37 @@ pub(crate) async fn get_config(ctx: &mut Ctx<'_>) -> Result<Exit, AdminError> {
 }
 
 /// Java: UpdateNamesrvConfigCommand.
-pub(crate) async fn update_config(ctx: &mut Ctx<'_>, key: &str, value: &str) -> Result<Exit, AdminError> {
+pub(crate) async fn update_config(
+    ctx: &mut Ctx<'_>,
+    key: &str,
+    value: &str,
+) -> Result<Exit, AdminError> {
     let props: BTreeMap<String, String> = [(key.to_owned(), value.to_owned())].into();
     let props = &props;
-    let done = all_ok(on_each(&ctx.client, |ns| async move { ns.update_namesrv_config(props).await }).await)?;
+    let done = all_ok(
+        on_each(&ctx.client, |ns| async move { ns.update_namesrv_config(props).await }).await,
+    )?;
     let namesrvs: Vec<&String> = done.iter().map(|(a, _)| a).collect();
     if ctx.json {
         ctx.json(&json!({ "namesrvs": namesrvs, "key": key, "value": value }))?;
     } else {
         let list: Vec<&str> = namesrvs.iter().map(|s| s.as_str()).collect();
-        writeln!(ctx.out, "update name server config success![{}]\n{key} : {value}", list.join(", "))?;
+        writeln!(
+            ctx.out,
+            "update name server config success![{}]\n{key} : {value}",
+            list.join(", ")
+        )?;
     }
     Ok(0)
 }
 
 /// Java: WipeWritePermSubCommand / AddWritePermSubCommand: one line per nameserver. Unlike
 /// Java, the exit code is 1 when any nameserver failed.
-pub(crate) async fn write_perm(ctx: &mut Ctx<'_>, broker: &str, add: bool) -> Result<Exit, AdminError> {
+pub(crate) async fn write_perm(
+    ctx: &mut Ctx<'_>,
+    broker: &str,
+    add: bool,
+) -> Result<Exit, AdminError> {
     let results = on_each(&ctx.client, |ns| async move {
         if add {
             ns.add_write_perm(broker).await
@@ -65,9 +81,15 @@ pub(crate) async fn write_perm(ctx: &mut Ctx<'_>, broker: &str, add: bool) -> Re
     } else {
         for (addr, r) in &results {
             match r {
-                Ok(n) => writeln!(ctx.out, "{verb} write perm of broker[{broker}] in name server[{addr}] OK, {n}")?,
+                Ok(n) => writeln!(
+                    ctx.out,
+                    "{verb} write perm of broker[{broker}] in name server[{addr}] OK, {n}"
+                )?,
                 Err(e) => {
-                    writeln!(ctx.out, "{verb} write perm of broker[{broker}] in name server[{addr}] Failed")?;
+                    writeln!(
+                        ctx.out,
+                        "{verb} write perm of broker[{broker}] in name server[{addr}] Failed"
+                    )?;
                     eprintln!("{e}");
                 }
             }

@@ -18,7 +18,10 @@ const PARALLEL_ROUTES: usize = 32;
 /// The cluster holding the first broker of the route (Java `findTopicBelongToWhichCluster`).
 fn cluster_of(route: &TopicRouteData, info: &ClusterInfo) -> Option<String> {
     let first = route.broker_datas.first()?;
-    info.cluster_addr_table.iter().find(|(_, names)| names.contains(&first.broker_name)).map(|(c, _)| c.clone())
+    info.cluster_addr_table
+        .iter()
+        .find(|(_, names)| names.contains(&first.broker_name))
+        .map(|(c, _)| c.clone())
 }
 
 /// Java: TopicListSubCommand. With `-c`, consumer groups are not looked up (that needs brokers),
@@ -37,8 +40,11 @@ pub(crate) async fn topic_list(ctx: &mut Ctx<'_>, cluster_model: bool) -> Result
     }
     let info = ctx.client.cluster_info().await?;
     let list = ctx.client.all_topic_list().await?;
-    let topics: Vec<String> =
-        list.topic_list.into_iter().filter(|t| !t.starts_with("%RETRY%") && !t.starts_with("%DLQ%")).collect();
+    let topics: Vec<String> = list
+        .topic_list
+        .into_iter()
+        .filter(|t| !t.starts_with("%RETRY%") && !t.starts_with("%DLQ%"))
+        .collect();
     let client = ctx.client.clone();
     let clusters: Vec<Option<Option<String>>> = futures::stream::iter(topics.iter().cloned())
         .map(|t| {
@@ -53,7 +59,9 @@ pub(crate) async fn topic_list(ctx: &mut Ctx<'_>, cluster_model: bool) -> Result
         let rows: Vec<_> = topics
             .iter()
             .zip(&clusters)
-            .map(|(t, c)| json!({ "cluster": c.clone().flatten(), "topic": t, "consumerGroup": "" }))
+            .map(
+                |(t, c)| json!({ "cluster": c.clone().flatten(), "topic": t, "consumerGroup": "" }),
+            )
             .collect();
         ctx.json(&rows)?;
         return Ok(0);
@@ -73,12 +81,21 @@ pub(crate) async fn topic_list(ctx: &mut Ctx<'_>, cluster_model: bool) -> Result
 
 /// Java `HashMap#toString` of broker addresses: `{0=addr, 1=addr}`.
 fn addrs_to_string(route_broker: &remoting::body::BrokerData) -> String {
-    let items: Vec<String> = route_broker.broker_addrs.jdk_hash_order().into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let items: Vec<String> = route_broker
+        .broker_addrs
+        .jdk_hash_order()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     format!("{{{}}}", items.join(", "))
 }
 
 /// Java: TopicRouteSubCommand (pretty JSON, or `-l` table).
-pub(crate) async fn topic_route(ctx: &mut Ctx<'_>, topic: &str, list: bool) -> Result<Exit, AdminError> {
+pub(crate) async fn topic_route(
+    ctx: &mut Ctx<'_>,
+    topic: &str,
+    list: bool,
+) -> Result<Exit, AdminError> {
     let route = ctx.client.get_route(topic).await?;
     if ctx.json {
         ctx.json(&route)?;
@@ -95,7 +112,15 @@ pub(crate) async fn topic_route(ctx: &mut Ctx<'_>, topic: &str, list: bool) -> R
     let row = |out: &mut dyn Write, c: &str, b: &str, a: &str, r: &str, w: &str, p: &str| {
         writeln!(out, "{c:<45} {b:<32} {a:<50} {r:<10} {w:<11} {p:<5}")
     };
-    row(ctx.out, "#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")?;
+    row(
+        ctx.out,
+        "#ClusterName",
+        "#BrokerName",
+        "#BrokerAddrs",
+        "#ReadQueue",
+        "#WriteQueue",
+        "#Perm",
+    )?;
     let (mut total_read, mut total_write) = (0i64, 0i64);
     for b in brokers {
         let Some(q) = queues.get(b.broker_name.as_str()) else { continue };
@@ -112,7 +137,15 @@ pub(crate) async fn topic_route(ctx: &mut Ctx<'_>, topic: &str, list: bool) -> R
         )?;
     }
     writeln!(ctx.out, "{}", "-".repeat(158))?;
-    row(ctx.out, "Total:", &queues.len().to_string(), "", &total_read.to_string(), &total_write.to_string(), "")?;
+    row(
+        ctx.out,
+        "Total:",
+        &queues.len().to_string(),
+        "",
+        &total_read.to_string(),
+        &total_write.to_string(),
+        "",
+    )?;
     Ok(0)
 }
 
@@ -124,8 +157,12 @@ pub(crate) async fn topic_cluster_list(ctx: &mut Ctx<'_>, topic: &str) -> Result
         .broker_datas
         .first()
         .ok_or_else(|| AdminError::Failed(format!("topic {topic} has no broker in its route")))?;
-    let clusters: BTreeSet<&String> =
-        info.cluster_addr_table.iter().filter(|(_, names)| names.contains(&first.broker_name)).map(|(c, _)| c).collect();
+    let clusters: BTreeSet<&String> = info
+        .cluster_addr_table
+        .iter()
+        .filter(|(_, names)| names.contains(&first.broker_name))
+        .map(|(c, _)| c)
+        .collect();
     if ctx.json {
         ctx.json(&clusters)?;
     } else {
@@ -138,8 +175,13 @@ pub(crate) async fn topic_cluster_list(ctx: &mut Ctx<'_>, topic: &str) -> Result
 
 /// Java: DeleteTopicSubCommand, the nameserver part (DELETE_TOPIC_IN_NAMESRV with the cluster,
 /// to every nameserver of -n).
-pub(crate) async fn delete_topic(ctx: &mut Ctx<'_>, topic: &str, cluster: &str) -> Result<Exit, AdminError> {
-    let results = on_each(&ctx.client, |ns| async move { ns.delete_topic(topic, Some(cluster)).await }).await;
+pub(crate) async fn delete_topic(
+    ctx: &mut Ctx<'_>,
+    topic: &str,
+    cluster: &str,
+) -> Result<Exit, AdminError> {
+    let results =
+        on_each(&ctx.client, |ns| async move { ns.delete_topic(topic, Some(cluster)).await }).await;
     let done = all_ok(results)?;
     if ctx.json {
         let namesrvs: Vec<&String> = done.iter().map(|(a, _)| a).collect();
@@ -159,9 +201,12 @@ pub(crate) async fn update_order_conf(
 ) -> Result<Exit, AdminError> {
     match method {
         OrderConfMethod::Get => {
-            let conf = ctx.client.get_kv_config(ORDER_TOPIC_CONFIG, topic).await?.ok_or_else(|| {
-                AdminError::Failed(format!("No config item, Namespace: {ORDER_TOPIC_CONFIG} Key: {topic}"))
-            })?;
+            let conf =
+                ctx.client.get_kv_config(ORDER_TOPIC_CONFIG, topic).await?.ok_or_else(|| {
+                    AdminError::Failed(format!(
+                        "No config item, Namespace: {ORDER_TOPIC_CONFIG} Key: {topic}"
+                    ))
+                })?;
             if ctx.json {
                 ctx.json(&json!({ "topic": topic, "orderConf": conf }))?;
             } else {
@@ -170,8 +215,14 @@ pub(crate) async fn update_order_conf(
         }
         OrderConfMethod::Put => {
             let conf = order_conf.map(str::trim).filter(|c| !c.is_empty());
-            let conf = conf.ok_or_else(|| AdminError::Usage("please set orderConf with option -v.".into()))?;
-            all_ok(on_each(&ctx.client, |ns| async move { ns.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf).await }).await)?;
+            let conf = conf
+                .ok_or_else(|| AdminError::Usage("please set orderConf with option -v.".into()))?;
+            all_ok(
+                on_each(&ctx.client, |ns| async move {
+                    ns.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf).await
+                })
+                .await,
+            )?;
             if ctx.json {
                 ctx.json(&json!({ "topic": topic, "orderConf": conf }))?;
             } else {
@@ -179,7 +230,12 @@ pub(crate) async fn update_order_conf(
             }
         }
         OrderConfMethod::Delete => {
-            all_ok(on_each(&ctx.client, |ns| async move { ns.delete_kv_config(ORDER_TOPIC_CONFIG, topic).await }).await)?;
+            all_ok(
+                on_each(&ctx.client, |ns| async move {
+                    ns.delete_kv_config(ORDER_TOPIC_CONFIG, topic).await
+                })
+                .await,
+            )?;
             if ctx.json {
                 ctx.json(&json!({ "topic": topic, "deleted": true }))?;
             } else {

@@ -52,12 +52,21 @@ impl LatencyFaultTolerance {
     /// extends the broker's unavailability, never shortens it.
     ///
     /// Java: MQFaultStrategy#updateFaultItem, LatencyFaultToleranceImpl#updateFaultItem
-    pub fn update(&self, broker: &str, latency: Duration, isolation: bool, reachable: bool, now: Instant) {
+    pub fn update(
+        &self,
+        broker: &str,
+        latency: Duration,
+        isolation: bool,
+        reachable: bool,
+        now: Instant,
+    ) {
         let duration = not_available_duration(if isolation { ISOLATION_LATENCY } else { latency });
         let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
-        let item = items
-            .entry(broker.to_owned())
-            .or_insert(FaultItem { latency, available_at: now, reachable });
+        let item = items.entry(broker.to_owned()).or_insert(FaultItem {
+            latency,
+            available_at: now,
+            reachable,
+        });
         item.latency = latency;
         item.reachable = reachable;
         if !duration.is_zero() && now + duration > item.available_at {
@@ -95,9 +104,24 @@ mod tests {
 
     #[test]
     fn latency_maps_to_java_isolation_table() {
-        let cases = [(0, 0), (49, 0), (100, 0), (549, 0), (550, 2000), (1800, 5000), (3000, 6000), (5000, 10000), (15000, 30000), (99999, 30000)];
+        let cases = [
+            (0, 0),
+            (49, 0),
+            (100, 0),
+            (549, 0),
+            (550, 2000),
+            (1800, 5000),
+            (3000, 6000),
+            (5000, 10000),
+            (15000, 30000),
+            (99999, 30000),
+        ];
         for (latency, expected) in cases {
-            assert_eq!(not_available_duration(Duration::from_millis(latency)), Duration::from_millis(expected), "latency {latency}");
+            assert_eq!(
+                not_available_duration(Duration::from_millis(latency)),
+                Duration::from_millis(expected),
+                "latency {latency}"
+            );
         }
     }
 

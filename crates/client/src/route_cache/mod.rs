@@ -58,7 +58,12 @@ impl Drop for Refresher {
 impl RouteCache {
     /// An empty cache that fetches routes through `client`.
     pub fn new(client: Client, config: RouteCacheConfig) -> Arc<Self> {
-        Arc::new(Self { client, config, topics: Mutex::default(), faults: LatencyFaultTolerance::new() })
+        Arc::new(Self {
+            client,
+            config,
+            topics: Mutex::default(),
+            faults: LatencyFaultTolerance::new(),
+        })
     }
 
     pub fn config(&self) -> &RouteCacheConfig {
@@ -140,19 +145,32 @@ impl RouteCache {
     /// broker is avoided. Fetches the route if needed; `Ok(None)` when the topic has no
     /// writable queue.
     /// Java: MQFaultStrategy#selectOneMessageQueue
-    pub async fn select_queue(&self, topic: &str, last_failed_broker: Option<&str>) -> Result<Option<MessageQueue>> {
+    pub async fn select_queue(
+        &self,
+        topic: &str,
+        last_failed_broker: Option<&str>,
+    ) -> Result<Option<MessageQueue>> {
         let info = self.publish_info(topic).await?;
         Ok(self.select_queue_at(&info, last_failed_broker, Instant::now()))
     }
 
     /// [`RouteCache::select_queue`] on given publish info at time `now`.
-    pub fn select_queue_at(&self, info: &PublishInfo, last_failed_broker: Option<&str>, now: Instant) -> Option<MessageQueue> {
+    pub fn select_queue_at(
+        &self,
+        info: &PublishInfo,
+        last_failed_broker: Option<&str>,
+        now: Instant,
+    ) -> Option<MessageQueue> {
         let not_last = |q: &MessageQueue| last_failed_broker.is_none_or(|b| q.broker_name != b);
         if self.config.latency_fault_enable {
-            if let Some(q) = info.select_filtered(|q| self.faults.is_available(&q.broker_name, now) && not_last(q)) {
+            if let Some(q) = info
+                .select_filtered(|q| self.faults.is_available(&q.broker_name, now) && not_last(q))
+            {
                 return Some(q.clone());
             }
-            if let Some(q) = info.select_filtered(|q| self.faults.is_reachable(&q.broker_name) && not_last(q)) {
+            if let Some(q) =
+                info.select_filtered(|q| self.faults.is_reachable(&q.broker_name) && not_last(q))
+            {
                 return Some(q.clone());
             }
             return info.select_any().cloned();
@@ -176,7 +194,12 @@ impl RouteCache {
     /// Records a failed send to `broker`: it is isolated (Java: 10 s) and the topic's route is
     /// re-fetched on demand. Returns the refresh result.
     /// Java: DefaultMQProducerImpl#sendDefaultImpl on a send exception
-    pub async fn report_failure(&self, topic: &str, broker: &str, latency: Duration) -> Result<Arc<PublishInfo>> {
+    pub async fn report_failure(
+        &self,
+        topic: &str,
+        broker: &str,
+        latency: Duration,
+    ) -> Result<Arc<PublishInfo>> {
         self.report_failure_at(broker, latency, Instant::now());
         self.refresh(topic).await
     }
@@ -222,7 +245,13 @@ mod tests {
                 .collect(),
             queue_datas: brokers
                 .iter()
-                .map(|b| QueueData { broker_name: (*b).into(), perm: 6, read_queue_nums: 2, write_queue_nums: 2, topic_sys_flag: 0 })
+                .map(|b| QueueData {
+                    broker_name: (*b).into(),
+                    perm: 6,
+                    read_queue_nums: 2,
+                    write_queue_nums: 2,
+                    topic_sys_flag: 0,
+                })
                 .collect(),
             ..Default::default()
         }
@@ -230,7 +259,10 @@ mod tests {
 
     fn cache(latency: bool) -> Arc<RouteCache> {
         let client = Client::new("127.0.0.1:1").expect("address parses");
-        RouteCache::new(client, RouteCacheConfig { latency_fault_enable: latency, ..Default::default() })
+        RouteCache::new(
+            client,
+            RouteCacheConfig { latency_fault_enable: latency, ..Default::default() },
+        )
     }
 
     #[tokio::test(start_paused = true)]
@@ -240,12 +272,16 @@ mod tests {
         let t0 = Instant::now();
         cache.report_failure_at("a", Duration::from_millis(5), t0);
         for _ in 0..20 {
-            let q = cache.select_queue_at(&info, None, t0 + Duration::from_millis(9_999)).expect("a queue");
+            let q = cache
+                .select_queue_at(&info, None, t0 + Duration::from_millis(9_999))
+                .expect("a queue");
             assert_eq!(q.broker_name, "b");
         }
         let later = t0 + Duration::from_secs(10);
-        let brokers: BTreeSet<String> =
-            (0..8).filter_map(|_| cache.select_queue_at(&info, None, later)).map(|q| q.broker_name).collect();
+        let brokers: BTreeSet<String> = (0..8)
+            .filter_map(|_| cache.select_queue_at(&info, None, later))
+            .map(|q| q.broker_name)
+            .collect();
         assert!(brokers.contains("a"), "a is used again after 10 s: {brokers:?}");
     }
 
@@ -254,7 +290,10 @@ mod tests {
         let cache = cache(true);
         let info = PublishInfo::from_route("T", route(&["a"]));
         cache.report_failure_at("a", Duration::ZERO, Instant::now());
-        assert_eq!(cache.select_queue_at(&info, Some("a"), Instant::now()).map(|q| q.broker_name), Some("a".into()));
+        assert_eq!(
+            cache.select_queue_at(&info, Some("a"), Instant::now()).map(|q| q.broker_name),
+            Some("a".into())
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -263,7 +302,10 @@ mod tests {
         let info = PublishInfo::from_route("T", route(&["a", "b"]));
         cache.report_failure_at("a", Duration::ZERO, Instant::now());
         for _ in 0..10 {
-            assert_eq!(cache.select_queue_at(&info, Some("b"), Instant::now()).expect("queue").broker_name, "a");
+            assert_eq!(
+                cache.select_queue_at(&info, Some("b"), Instant::now()).expect("queue").broker_name,
+                "a"
+            );
         }
     }
 
@@ -275,7 +317,13 @@ mod tests {
         cache.report_success_at("a", Duration::from_millis(600), t0);
         assert!(!cache.faults().is_available("a", t0 + Duration::from_millis(1_999)));
         for _ in 0..10 {
-            assert_eq!(cache.select_queue_at(&info, None, t0 + Duration::from_secs(1)).expect("queue").broker_name, "b");
+            assert_eq!(
+                cache
+                    .select_queue_at(&info, None, t0 + Duration::from_secs(1))
+                    .expect("queue")
+                    .broker_name,
+                "b"
+            );
         }
         assert!(cache.faults().is_available("a", t0 + Duration::from_secs(2)));
     }

@@ -51,7 +51,8 @@ impl PublishInfo {
     /// Java: MQClientInstance#topicRouteData2TopicPublishInfo
     pub fn from_route(topic: &str, route: TopicRouteData) -> Self {
         let order_conf = route.order_topic_conf.as_deref().unwrap_or("");
-        let mapping_present = route.topic_queue_mapping_by_broker.as_ref().is_some_and(|m| !m.is_empty());
+        let mapping_present =
+            route.topic_queue_mapping_by_broker.as_ref().is_some_and(|m| !m.is_empty());
         let mut static_endpoints = BTreeMap::new();
         let (order_topic, queues) = if !order_conf.is_empty() {
             (true, queues_from_order_conf(topic, order_conf))
@@ -74,7 +75,10 @@ impl PublishInfo {
     /// The next queue in rotation that passes `filter`, trying each queue at most once.
     ///
     /// Java: TopicPublishInfo#selectOneMessageQueue(QueueFilter...)
-    pub fn select_filtered(&self, mut filter: impl FnMut(&MessageQueue) -> bool) -> Option<&MessageQueue> {
+    pub fn select_filtered(
+        &self,
+        mut filter: impl FnMut(&MessageQueue) -> bool,
+    ) -> Option<&MessageQueue> {
         let n = self.queues.len();
         for _ in 0..n {
             let q = &self.queues[self.next_index() % n];
@@ -100,7 +104,11 @@ impl PublishInfo {
 
     /// The write-queue count of `broker_name` in the route, or -1 (Java `getWriteQueueNumsByBroker`).
     pub fn write_queue_nums_by_broker(&self, broker_name: &str) -> i32 {
-        self.route.queue_datas.iter().find(|q| q.broker_name == broker_name).map_or(-1, |q| q.write_queue_nums)
+        self.route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == broker_name)
+            .map_or(-1, |q| q.write_queue_nums)
     }
 
     /// The master address of `broker_name` in the route, if it has one.
@@ -131,7 +139,9 @@ pub fn subscribe_queues(topic: &str, route: &TopicRouteData) -> BTreeSet<Message
         .queue_datas
         .iter()
         .filter(|qd| perm::is_readable(qd.perm))
-        .flat_map(|qd| (0..qd.read_queue_nums).map(move |i| MessageQueue::new(topic, &qd.broker_name, i)))
+        .flat_map(|qd| {
+            (0..qd.read_queue_nums).map(move |i| MessageQueue::new(topic, &qd.broker_name, i))
+        })
         .collect()
 }
 
@@ -157,11 +167,14 @@ fn writable_master_queues(topic: &str, route: &TopicRouteData) -> Vec<MessageQue
         if !perm::is_writeable(qd.perm) {
             continue;
         }
-        let Some(bd) = route.broker_datas.iter().find(|b| b.broker_name == qd.broker_name) else { continue };
+        let Some(bd) = route.broker_datas.iter().find(|b| b.broker_name == qd.broker_name) else {
+            continue;
+        };
         if !bd.broker_addrs.0.contains_key(&MASTER_ID) {
             continue;
         }
-        queues.extend((0..qd.write_queue_nums).map(|i| MessageQueue::new(topic, &qd.broker_name, i)));
+        queues
+            .extend((0..qd.write_queue_nums).map(|i| MessageQueue::new(topic, &qd.broker_name, i)));
     }
     queues
 }
@@ -238,7 +251,13 @@ mod tests {
     }
 
     fn queue(name: &str, perm: i32, read: i32, write: i32) -> QueueData {
-        QueueData { broker_name: name.into(), perm, read_queue_nums: read, topic_sys_flag: 0, write_queue_nums: write }
+        QueueData {
+            broker_name: name.into(),
+            perm,
+            read_queue_nums: read,
+            topic_sys_flag: 0,
+            write_queue_nums: write,
+        }
     }
 
     fn names(queues: &[MessageQueue]) -> Vec<String> {
@@ -285,7 +304,8 @@ mod tests {
 
     #[test]
     fn queue_data_without_broker_data_is_skipped() {
-        let route = TopicRouteData { queue_datas: vec![queue("ghost", 6, 1, 1)], ..Default::default() };
+        let route =
+            TopicRouteData { queue_datas: vec![queue("ghost", 6, 1, 1)], ..Default::default() };
         assert!(!PublishInfo::from_route("T", route).ok());
     }
 
@@ -332,9 +352,15 @@ mod tests {
             ..Default::default()
         };
         let info = PublishInfo::from_route("T", route);
-        assert_eq!(names(&info.queues), ["__syslo__global__/0", "__syslo__global__/1", "__syslo__global__/2"]);
+        assert_eq!(
+            names(&info.queues),
+            ["__syslo__global__/0", "__syslo__global__/1", "__syslo__global__/2"]
+        );
         assert_eq!(info.static_endpoints[&info.queues[1]], "a");
-        assert_eq!(info.static_endpoints[&info.queues[2]], LOGICAL_QUEUE_MOCK_BROKER_NAME_NOT_EXIST);
+        assert_eq!(
+            info.static_endpoints[&info.queues[2]],
+            LOGICAL_QUEUE_MOCK_BROKER_NAME_NOT_EXIST
+        );
     }
 
     #[test]
@@ -345,7 +371,8 @@ mod tests {
             ..Default::default()
         };
         let info = PublishInfo::from_route("T", route);
-        let seen: BTreeSet<i32> = (0..4).filter_map(|_| info.select_any().map(|q| q.queue_id)).collect();
+        let seen: BTreeSet<i32> =
+            (0..4).filter_map(|_| info.select_any().map(|q| q.queue_id)).collect();
         assert_eq!(seen.len(), 4);
         assert!(info.select_filtered(|q| q.broker_name == "nope").is_none());
     }

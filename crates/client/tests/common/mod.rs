@@ -24,19 +24,34 @@ pub struct TestServer {
 impl TestServer {
     /// A server on a fresh port with the default config (files in a temp dir).
     pub async fn start() -> Self {
-        Self::start_on("127.0.0.1:0".parse().expect("addr"), tempfile::tempdir().expect("temp dir"), |_| {}).await
+        Self::start_on(
+            "127.0.0.1:0".parse().expect("addr"),
+            tempfile::tempdir().expect("temp dir"),
+            |_| {},
+        )
+        .await
     }
 
     /// A server whose config `adjust` may change first.
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
-        Self::start_on("127.0.0.1:0".parse().expect("addr"), tempfile::tempdir().expect("temp dir"), adjust).await
+        Self::start_on(
+            "127.0.0.1:0".parse().expect("addr"),
+            tempfile::tempdir().expect("temp dir"),
+            adjust,
+        )
+        .await
     }
 
     /// A server on `addr` (e.g. the port of a stopped one) using `dir` for its files.
-    pub async fn start_on(addr: SocketAddr, dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
+    pub async fn start_on(
+        addr: SocketAddr,
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
         let mut config = Config::default();
         config.kv_config_path = dir.path().join("kvConfig.json").to_string_lossy().into_owned();
-        config.config_store_path = dir.path().join("namesrv.properties").to_string_lossy().into_owned();
+        config.config_store_path =
+            dir.path().join("namesrv.properties").to_string_lossy().into_owned();
         adjust(&mut config);
         let listener = bind_retrying(addr).await;
         let addr = listener.local_addr().expect("local addr");

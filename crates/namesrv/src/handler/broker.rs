@@ -1,6 +1,8 @@
 //! Broker requests: 103 register, 104 unregister, 322 query data version, 904 heartbeat,
 //! 205/327 write permission, 901 member group.
 
+use std::sync::Arc;
+
 use remoting::body::{
     body_crc32, from_json, DataVersion, KvTable, RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
@@ -58,9 +60,23 @@ fn register_body(
     }
 }
 
+/// Bodies above this size are decoded and applied on the blocking pool, so a 50k-topic
+/// registration does not hold up the other connections of this async worker.
+const INLINE_REGISTER_BODY_LIMIT: usize = 64 * 1024;
+
 /// 103: register or refresh a broker and its topics.
 /// Java: `DefaultRequestProcessor#registerBroker` + `RouteInfoManager#registerBroker`
-pub fn register(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+pub async fn register(state: &Arc<State>, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+    if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
+        return register_now(state, conn, request);
+    }
+    let (state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
+    tokio::task::spawn_blocking(move || register_now(&state, &conn, &request))
+        .await
+        .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
+}
+
+fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
     let header: RegisterBrokerRequestHeader = request.decode_header();
     let crc = header.body_crc32.unwrap_or(0);
     if crc != 0 && body_crc32(request.body_bytes()) != crc {

@@ -58,6 +58,18 @@ impl TestServer {
         Conn::connect(self.addr).await
     }
 
+    /// Asks the server to stop without waiting for it (e.g. to observe a graceful window).
+    pub fn trigger_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// A new raw connection (exact bytes in and out).
+    pub async fn connect_raw(&self) -> RawConn {
+        RawConn::connect(self.addr).await
+    }
+
     /// Asks the server to stop and waits until `run` returns.
     pub async fn stop(mut self) -> tempfile::TempDir {
         if let Some(stop) = self.stop.take() {
@@ -134,4 +146,307 @@ pub fn request(code: RequestCode, ext: &[(&str, &str)], body: Option<&[u8]>) -> 
 /// The body as UTF-8 text.
 pub fn body_text(cmd: &RemotingCommand) -> String {
     String::from_utf8(cmd.body_bytes().to_vec()).expect("utf-8 body")
+}
+
+// ---- Raw frames: the exact bytes the server writes ----
+
+/// A connection that writes raw bytes and reads whole frames as the server wrote them.
+pub struct RawConn {
+    pub stream: TcpStream,
+    next_opaque: i32,
+}
+
+impl RawConn {
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        Self {
+            stream,
+            next_opaque: 1,
+        }
+    }
+
+    /// Writes `bytes` as they are.
+    pub async fn write(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// Writes `cmd` encoded by the remoting codec (its opaque as given).
+    pub async fn send(&mut self, cmd: &RemotingCommand) {
+        let bytes = remoting::frame::encode_to_bytes(cmd).expect("encode");
+        self.write(&bytes).await;
+    }
+
+    /// Sends `cmd` with the next opaque (or the one it has when `keep_opaque`) and returns the
+    /// answer's whole frame, length prefix included.
+    pub async fn call(&mut self, mut cmd: RemotingCommand) -> bytes::Bytes {
+        cmd.opaque = self.next_opaque;
+        self.next_opaque += 1;
+        self.send(&cmd).await;
+        self.read_frame().await.expect("an answer frame")
+    }
+
+    /// Sends `cmd` exactly as given (opaque included) and returns the answer's whole frame.
+    pub async fn call_as_is(&mut self, cmd: &RemotingCommand) -> bytes::Bytes {
+        self.send(cmd).await;
+        self.read_frame().await.expect("an answer frame")
+    }
+
+    /// The next whole frame (prefix included); `None` on EOF, error or timeout.
+    pub async fn read_frame(&mut self) -> Option<bytes::Bytes> {
+        self.read_frame_within(ANSWER_TIMEOUT).await
+    }
+
+    /// The next whole frame within `limit`; `None` on EOF, error or timeout.
+    pub async fn read_frame_within(&mut self, limit: Duration) -> Option<bytes::Bytes> {
+        use tokio::io::AsyncReadExt;
+        let read = async {
+            let mut prefix = [0u8; 4];
+            self.stream.read_exact(&mut prefix).await.ok()?;
+            let len = u32::from_be_bytes(prefix) as usize;
+            if len > 16 << 20 {
+                return None;
+            }
+            let mut frame = vec![0u8; 4 + len];
+            frame[..4].copy_from_slice(&prefix);
+            self.stream.read_exact(&mut frame[4..]).await.ok()?;
+            Some(bytes::Bytes::from(frame))
+        };
+        tokio::time::timeout(limit, read).await.ok().flatten()
+    }
+
+    /// True when the server closes the connection (EOF or reset) within the answer timeout
+    /// without sending anything; false if it sends bytes or keeps the connection open.
+    pub async fn is_closed_by_server(&mut self) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 64];
+        match tokio::time::timeout(ANSWER_TIMEOUT, self.stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => true,
+            Ok(Ok(_)) | Err(_) => false,
+        }
+    }
+}
+
+/// The serialize-type byte of a whole frame.
+pub fn frame_type(frame: &[u8]) -> u8 {
+    frame[4]
+}
+
+/// The header bytes of a whole frame.
+pub fn frame_header(frame: &[u8]) -> &[u8] {
+    let len = u32::from_be_bytes([0, frame[5], frame[6], frame[7]]) as usize;
+    &frame[8..8 + len]
+}
+
+/// The JSON header of a whole frame as text.
+pub fn header_json(frame: &[u8]) -> String {
+    assert_eq!(frame_type(frame), 0, "a JSON header");
+    String::from_utf8(frame_header(frame).to_vec()).expect("utf-8 header")
+}
+
+/// The body bytes of a whole frame.
+pub fn frame_body(frame: &[u8]) -> &[u8] {
+    &frame[8 + frame_header(frame).len()..]
+}
+
+/// Decodes a whole frame.
+pub fn decode(frame: &[u8]) -> RemotingCommand {
+    remoting::frame::decode_frame(frame).expect("decodable frame")
+}
+
+/// A frame with a hand-written JSON header and no body.
+pub fn json_frame(header: &str) -> Vec<u8> {
+    let h = header.as_bytes();
+    let mut out = Vec::with_capacity(8 + h.len());
+    out.extend_from_slice(&((4 + h.len()) as u32).to_be_bytes());
+    out.extend_from_slice(&(h.len() as u32).to_be_bytes());
+    out.extend_from_slice(h);
+    out
+}
+
+/// The Java success header for `opaque` with no extFields and no remark (TV-11).
+pub fn plain_success_header(opaque: i32) -> String {
+    format!(
+        r#"{{"code":0,"flag":1,"language":"JAVA","opaque":{opaque},"serializeTypeCurrentRPC":"JSON","version":479}}"#
+    )
+}
+
+// ---- Brokers ----
+
+/// A broker identity used to build REGISTER_BROKER and friends.
+#[derive(Debug, Clone)]
+pub struct Broker {
+    pub cluster: String,
+    pub name: String,
+    pub addr: String,
+    pub id: i64,
+    pub ha: String,
+    /// Extra ext fields (e.g. `heartbeatTimeoutMillis`, `__ZONE_NAME`).
+    pub extra: Vec<(String, String)>,
+}
+
+impl Broker {
+    /// A 5.x broker (`enableActingMaster=false`) with HA address `<host>:<port+1>`.
+    pub fn new(cluster: &str, name: &str, addr: &str, id: i64) -> Self {
+        let ha = match addr.rsplit_once(':') {
+            Some((host, port)) => {
+                let port: u32 = port.parse().unwrap_or(10911);
+                format!("{host}:{}", port + 1)
+            }
+            None => addr.to_owned(),
+        };
+        Self {
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
+            addr: addr.to_owned(),
+            id,
+            ha,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Adds an ext field to every request built from this broker.
+    pub fn with_ext(mut self, key: &str, value: &str) -> Self {
+        self.extra.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn ext(&self) -> ExtFields {
+        let id = self.id.to_string();
+        let mut ext: ExtFields = [
+            ("brokerName", self.name.as_str()),
+            ("brokerAddr", self.addr.as_str()),
+            ("clusterName", self.cluster.as_str()),
+            ("haServerAddr", self.ha.as_str()),
+            ("brokerId", id.as_str()),
+            ("enableActingMaster", "false"),
+            ("compressed", "false"),
+        ]
+        .into_iter()
+        .collect();
+        for (k, v) in &self.extra {
+            ext.insert(k.clone(), v.clone());
+        }
+        ext
+    }
+
+    /// REGISTER_BROKER with these topics (8 queues, perm 6), DataVersion counter 1.
+    pub fn register(&self, topics: &[&str]) -> RemotingCommand {
+        self.register_body(register_body(topics, data_version(1)))
+    }
+
+    /// REGISTER_BROKER with a ready-made body (no CRC).
+    pub fn register_body(&self, body: Vec<u8>) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(RequestCode::RegisterBroker);
+        cmd.ext_fields = Some(self.ext());
+        cmd.body = Some(body.into());
+        cmd
+    }
+
+    /// A request with this broker's cluster/name/address/id header (for 104, 322, 904).
+    pub fn request(&self, code: RequestCode, body: Option<Vec<u8>>) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(code);
+        cmd.ext_fields = Some(self.ext());
+        cmd.body = body.map(Into::into);
+        cmd
+    }
+}
+
+/// A broker DataVersion with this counter.
+pub fn data_version(counter: i64) -> remoting::body::DataVersion {
+    remoting::body::DataVersion {
+        counter,
+        state_version: 0,
+        timestamp: 1_700_000_000_000,
+    }
+}
+
+/// A RegisterBrokerBody (legacy JSON) with these topics, 8 read/write queues, perm 6.
+pub fn register_body(topics: &[&str], dv: remoting::body::DataVersion) -> Vec<u8> {
+    let configs = topics
+        .iter()
+        .map(|t| {
+            let mut tc = remoting::body::TopicConfig::named(*t);
+            tc.read_queue_nums = 8;
+            tc.write_queue_nums = 8;
+            tc
+        })
+        .collect::<Vec<_>>();
+    register_body_of(configs, dv)
+}
+
+/// A RegisterBrokerBody (legacy JSON) with these topic configs.
+pub fn register_body_of(
+    configs: Vec<remoting::body::TopicConfig>,
+    dv: remoting::body::DataVersion,
+) -> Vec<u8> {
+    let mut body = remoting::body::RegisterBrokerBody::default();
+    let wrapper = &mut body.topic_config_serialize_wrapper;
+    wrapper.data_version = dv;
+    for tc in configs {
+        let name = tc.topic_name.clone().unwrap_or_default();
+        wrapper.topic_config_table.insert(name, tc);
+    }
+    remoting::body::to_legacy_json(&body)
+}
+
+impl Conn {
+    /// Registers `broker` with `topics` and asserts SUCCESS.
+    pub async fn register(&mut self, broker: &Broker, topics: &[&str]) -> RemotingCommand {
+        let resp = self.call(broker.register(topics)).await;
+        assert_eq!(resp.code, 0, "register {}: {:?}", broker.addr, resp.remark);
+        resp
+    }
+
+    /// GET_ROUTEINFO_BY_TOPIC (standard JSON); `None` on TOPIC_NOT_EXIST.
+    pub async fn route(&mut self, topic: &str) -> Option<remoting::body::TopicRouteData> {
+        let resp = self
+            .call(request(RequestCode::GetRouteinfoByTopic, &[("topic", topic)], None))
+            .await;
+        match resp.code {
+            0 => Some(remoting::body::from_json(resp.body_bytes()).expect("route JSON")),
+            17 => None,
+            other => panic!("route {topic}: code {other} {:?}", resp.remark),
+        }
+    }
+
+    /// UPDATE_NAMESRV_CONFIG with `properties` and asserts SUCCESS.
+    pub async fn update_config(&mut self, properties: &str) {
+        let resp = self
+            .call(request(
+                RequestCode::UpdateNamesrvConfig,
+                &[],
+                Some(properties.as_bytes()),
+            ))
+            .await;
+        assert_eq!(resp.code, 0, "update {properties:?}: {:?}", resp.remark);
+    }
+
+    /// PUT_KV_CONFIG and asserts SUCCESS.
+    pub async fn put_kv(&mut self, namespace: &str, key: &str, value: &str) {
+        let resp = self
+            .call(request(
+                RequestCode::PutKvConfig,
+                &[("namespace", namespace), ("key", key), ("value", value)],
+                None,
+            ))
+            .await;
+        assert_eq!(resp.code, 0, "put {namespace}/{key}: {:?}", resp.remark);
+    }
+
+    /// Polls the route of `topic` (bounded) until `done(route)` holds; panics otherwise.
+    pub async fn wait_for_route(
+        &mut self,
+        topic: &str,
+        what: &str,
+        done: impl Fn(Option<&remoting::body::TopicRouteData>) -> bool,
+    ) {
+        for _ in 0..200 {
+            if done(self.route(topic).await.as_ref()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("route of {topic} never became: {what}");
+    }
 }

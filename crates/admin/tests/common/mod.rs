@@ -1,0 +1,130 @@
+//! Test harness for the `mqadmin` binary: real nameservers (`namesrv::run`) on 127.0.0.1 in a
+//! background runtime, brokers registered through the client crate, and a runner for the binary.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use client::{BrokerIdentity, Client, RegisterBroker};
+use remoting::body::{
+    DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
+};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+/// Upper bound for any single step.
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// Nameservers running on their own runtime while the test drives the binary synchronously.
+pub struct Net {
+    pub servers: Vec<Server>,
+    /// Clients that registered brokers: a nameserver drops a broker when its connection closes,
+    /// so they live as long as the test.
+    brokers: std::sync::Mutex<Vec<Client>>,
+    pub rt: Runtime,
+}
+
+pub struct Server {
+    pub addr: String,
+    _dir: tempfile::TempDir,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Net {
+    /// `n` nameservers with default config.
+    pub fn start(n: usize) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let servers = (0..n).map(|_| rt.block_on(start_server())).collect();
+        Self { servers, brokers: std::sync::Mutex::default(), rt }
+    }
+
+    /// `"a;b"` of every server.
+    pub fn list(&self) -> String {
+        self.servers.iter().map(|s| s.addr.as_str()).collect::<Vec<_>>().join(";")
+    }
+
+    pub fn addr(&self, i: usize) -> &str {
+        &self.servers[i].addr
+    }
+
+    /// A client for server `i` only.
+    pub fn client(&self, i: usize) -> Client {
+        Client::new(&self.servers[i].addr).expect("client")
+    }
+
+    /// Runs `f` on the servers' runtime, bounded by [`LIMIT`].
+    pub fn block_on<T>(&self, f: impl Future<Output = T>) -> T {
+        self.rt.block_on(async {
+            tokio::time::timeout(LIMIT, f).await.expect("step finished in time")
+        })
+    }
+
+    /// Registers master `name` of DefaultCluster at `addr` with `topics` (plus its broker-name
+    /// topic) on server `i`.
+    pub fn register(&self, i: usize, name: &str, addr: &str, topics: &[(&str, i32)]) {
+        let id = BrokerIdentity::master("DefaultCluster", name, addr);
+        let table = topics
+            .iter()
+            .map(|(t, q)| TopicConfig {
+                read_queue_nums: *q,
+                write_queue_nums: *q,
+                ..TopicConfig::named(*t)
+            })
+            .chain([TopicConfig::named(name)])
+            .map(|t| (t.topic_name.clone().unwrap_or_default(), t))
+            .collect();
+        let req = RegisterBroker {
+            identity: id,
+            body: RegisterBrokerBody {
+                filter_server_list: Some(Vec::new()),
+                topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+                    data_version: DataVersion { counter: 1, state_version: 0, timestamp: 1 },
+                    topic_config_table: table,
+                    ..Default::default()
+                },
+            },
+            compressed: false,
+        };
+        let client = self.client(i);
+        self.block_on(client.register_broker(&req)).expect("registered");
+        self.brokers.lock().expect("lock").push(client);
+    }
+
+    /// `mqadmin` with `-n` set to every server.
+    pub fn mqadmin(&self) -> Command {
+        let mut cmd = mqadmin();
+        cmd.arg("-n").arg(self.list());
+        cmd
+    }
+}
+
+async fn start_server() -> Server {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = namesrv::Config::default();
+    config.kv_config_path = dir.path().join("kvConfig.json").to_string_lossy().into_owned();
+    config.config_store_path = dir.path().join("namesrv.properties").to_string_lossy().into_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(namesrv::run(listener, config, async move {
+        let _ = stopped.await;
+    }));
+    Server { addr, _dir: dir, _stop: stop }
+}
+
+/// The `mqadmin` binary with NAMESRV_ADDR cleared and a time limit.
+pub fn mqadmin() -> Command {
+    let mut cmd = Command::cargo_bin("mqadmin").expect("binary built");
+    cmd.env_remove("NAMESRV_ADDR").timeout(LIMIT);
+    cmd
+}
+
+/// Stdout of a finished command as text.
+pub fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
