@@ -185,7 +185,13 @@ def parse_props_output(out):
     return props
 
 
+def namesrv_config(addr):
+    r = rm.call(addr, rm.GET_NAMESRV_CONFIG)
+    return rm.parse_properties(r.body_text()) if r.code == 0 else {}
+
+
 def s3_admin(env, c):
+    """Each mqadmin command's effect is checked with a raw request to the SUT (or the tool's output)."""
     env.ensure("a", "a_s", "b")
     ns = env.sut1
     topic = "InteropAdmin"
@@ -194,27 +200,28 @@ def s3_admin(env, c):
     # KV config
     rc, out = env.mqadmin(["updateKvConfig", "-s", "InteropNS", "-k", "k1", "-v", "v1"])
     code, val = kv_get(ns, "InteropNS", "k1")
-    c.check(rc == 0 and code == 0 and val == "v1", "updateKvConfig -s InteropNS -k k1 -v v1 -> GET_KV_CONFIG = %r (code %s)" % (val, code))
+    c.check(code == 0 and val == "v1", "updateKvConfig -s InteropNS -k k1 -v v1 -> GET_KV_CONFIG = %r (code %s)" % (val, code))
     rc, out = env.mqadmin(["deleteKvConfig", "-s", "InteropNS", "-k", "k1"])
     code, val = kv_get(ns, "InteropNS", "k1")
-    c.check(rc == 0 and code == 22, "deleteKvConfig -s InteropNS -k k1 -> GET_KV_CONFIG code 22 QUERY_NOT_FOUND (got %s)" % code)
+    c.check(code == 22, "deleteKvConfig -s InteropNS -k k1 -> GET_KV_CONFIG code 22 QUERY_NOT_FOUND (got %s)" % code)
 
     # Nameserver config
     rc, out = env.mqadmin(["getNamesrvConfig"])
     props = parse_props_output(out)
-    c.check(rc == 0 and props.get("listenPort") == str(env.namesrvs["sut1"].port),
-            "getNamesrvConfig shows listenPort=%s (got %s, %d keys)" % (env.namesrvs["sut1"].port, props.get("listenPort"), len(props)))
-    c.check(props.get("orderMessageEnable") == "false", "getNamesrvConfig shows orderMessageEnable=false (got %s)" % props.get("orderMessageEnable"))
-    kv_path = props.get("kvConfigPath")
+    c.fig("getNamesrvConfig keys", len(props))
+    c.check(props.get("listenPort") == str(env.namesrvs["sut1"].port) and props.get("orderMessageEnable") == "false",
+            "getNamesrvConfig prints listenPort=%s orderMessageEnable=false (got %s, %s)" % (
+                env.namesrvs["sut1"].port, props.get("listenPort"), props.get("orderMessageEnable")))
+    kv_path = namesrv_config(ns).get("kvConfigPath")
     rc, out = env.mqadmin(["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"])
-    rc2, out2 = env.mqadmin(["getNamesrvConfig"])
-    c.check(rc == 0 and parse_props_output(out2).get("orderMessageEnable") == "true",
-            "updateNamesrvConfig -k orderMessageEnable -v true -> getNamesrvConfig shows true (got %s)" % parse_props_output(out2).get("orderMessageEnable"))
+    got = namesrv_config(ns).get("orderMessageEnable")
+    c.check("success" in out and got == "true",
+            "updateNamesrvConfig -k orderMessageEnable -v true -> GET_NAMESRV_CONFIG shows %s" % got)
     rc, out = env.mqadmin(["updateNamesrvConfig", "-k", "kvConfigPath", "-v", "/tmp/interop-evil.json"])
-    rc2, out2 = env.mqadmin(["getNamesrvConfig"])
-    refused = rc != 0 or "black list" in out or "NO_PERMISSION" in out or "16" in out
-    c.check(refused and parse_props_output(out2).get("kvConfigPath") == kv_path,
-            "updateNamesrvConfig -k kvConfigPath (black-listed) is refused and kvConfigPath unchanged")
+    refused = "CODE: 16" in out
+    got = namesrv_config(ns).get("kvConfigPath")
+    c.check(refused and got == kv_path,
+            "updateNamesrvConfig -k kvConfigPath (black-listed) is refused with code 16 and kvConfigPath is unchanged")
     if not refused:
         c.note(tail(out))
 
@@ -222,26 +229,26 @@ def s3_admin(env, c):
     conf = "broker-a:2;broker-b:2"
     rc, out = env.mqadmin(["updateOrderConf", "-t", topic, "-v", conf, "-m", "put"])
     code, val = kv_get(ns, "ORDER_TOPIC_CONFIG", topic)
-    c.check(rc == 0 and val == conf, "updateOrderConf -m put -> KV ORDER_TOPIC_CONFIG/%s = %r" % (topic, val))
+    c.check(val == conf, "updateOrderConf -m put -> KV ORDER_TOPIC_CONFIG/%s = %r" % (topic, val))
     rt = route(ns, topic)
     c.check(rt is not None and rt.get("orderTopicConf") == conf,
             "with orderMessageEnable=true the route carries orderTopicConf=%r (got %r)" % (conf, (rt or {}).get("orderTopicConf")))
     rc, out = env.mqadmin(["updateOrderConf", "-t", topic, "-m", "get"])
-    c.check(rc == 0 and conf in out, "updateOrderConf -m get prints the order conf")
+    c.check(conf in out, "updateOrderConf -m get prints the order conf")
     rc, out = env.mqadmin(["updateOrderConf", "-t", topic, "-m", "delete"])
     code, val = kv_get(ns, "ORDER_TOPIC_CONFIG", topic)
-    c.check(rc == 0 and code == 22, "updateOrderConf -m delete -> KV entry gone (code %s)" % code)
+    c.check(code == 22, "updateOrderConf -m delete -> KV entry gone (code %s)" % code)
     rc, out = env.mqadmin(["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "false"])
     rt = route(ns, topic)
-    c.check(rc == 0 and rt is not None and "orderTopicConf" not in rt,
-            "updateNamesrvConfig orderMessageEnable=false -> route without orderTopicConf")
+    c.check(namesrv_config(ns).get("orderMessageEnable") == "false" and rt is not None and "orderTopicConf" not in rt,
+            "updateNamesrvConfig orderMessageEnable=false -> config false, route without orderTopicConf")
 
     # Write permission
     rc, out = env.mqadmin(["wipeWritePerm", "-b", "broker-a"])
     m = re.search(r"wipe write perm of broker\[broker-a\] in name server\[[^\]]*\] OK, (\d+)", out)
     c.fig("wipeWritePerm count", m.group(1) if m else None)
     q = route_queues(route(ns, topic))
-    c.check(rc == 0 and m and q.get("broker-a", {}).get("perm") == 4 and q.get("broker-b", {}).get("perm") == 6,
+    c.check(m and q.get("broker-a", {}).get("perm") == 4 and q.get("broker-b", {}).get("perm") == 6,
             "wipeWritePerm -b broker-a -> %s perms broker-a=4 broker-b=6 (got %s/%s)" % (
                 topic, q.get("broker-a", {}).get("perm"), q.get("broker-b", {}).get("perm")))
     if not m:
@@ -250,7 +257,7 @@ def s3_admin(env, c):
     m = re.search(r"add write perm of broker\[broker-a\] in name server\[[^\]]*\] OK, (\d+)", out)
     c.fig("addWritePerm count", m.group(1) if m else None)
     q = route_queues(route(ns, topic))
-    c.check(rc == 0 and m and q.get("broker-a", {}).get("perm") == 6,
+    c.check(m and q.get("broker-a", {}).get("perm") == 6,
             "addWritePerm -b broker-a -> broker-a perm 6 (got %s)" % q.get("broker-a", {}).get("perm"))
     if not m:
         c.note(tail(out))
@@ -258,17 +265,20 @@ def s3_admin(env, c):
     # Topic lists
     rc, out = env.mqadmin(["topicList"])
     listed = set(out.split())
-    c.check(rc == 0 and topic in listed, "topicList includes %s (%d entries)" % (topic, len(listed)))
+    c.check(topic in listed, "topicList includes %s (%d entries)" % (topic, len(listed)))
     rc, out = env.mqadmin(["topicClusterList", "-t", topic])
-    c.check(rc == 0 and CLUSTER in out.split(), "topicClusterList -t %s prints %s" % (topic, CLUSTER))
+    c.check(CLUSTER in out.split(), "topicClusterList -t %s prints %s" % (topic, CLUSTER))
 
     # Delete
     rc, out = env.mqadmin(["deleteTopic", "-t", topic, "-c", CLUSTER])
-    c.check(rc == 0 and "success" in out, "deleteTopic -t %s -c %s succeeded" % (topic, CLUSTER))
+    c.check("success" in out and "Exception" not in out, "deleteTopic -t %s -c %s succeeded" % (topic, CLUSTER))
+    if "Exception" in out:
+        c.note(tail(out))
     r = rm.call(ns, rm.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
     c.check(r.code == 17, "after deleteTopic the SUT answers TOPIC_NOT_EXIST for %s (code %s)" % (topic, r.code))
-    rc, out = env.mqadmin(["topicList"])
-    c.check(rc == 0 and topic not in set(out.split()), "topicList no longer includes %s" % topic)
+    r = rm.call(ns, rm.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+    c.check(r.code == 0 and topic not in (r.body_json() or {}).get("topicList", []),
+            "GET_ALL_TOPIC_LIST_FROM_NAMESERVER no longer includes %s" % topic)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,12 +293,7 @@ def s4_failover(env, c):
                              intervalMs=20, timeoutMs=1000, pollMs=1000)
 
     def sends():
-        out = []
-        for ln in proc.log_text().splitlines():
-            p = ln.split()
-            if len(p) >= 5 and p[0] == "SEND":
-                out.append((int(p[1]), int(p[2]), p[3] == "OK", p[4]))
-        return out
+        return loop_sends(proc)
     warm = wait_until(lambda: {s[3] for s in sends() if s[2]} >= {"broker-a", "broker-b"}, 40, 0.2)
     if not c.check(warm, "producer is sending to both broker-a and broker-b before the kill"):
         env.procs.kill(proc)
@@ -338,6 +343,23 @@ def s4_failover(env, c):
 # ---------------------------------------------------------------------------------------------
 # 5. No single point of failure
 
+def loop_sends(proc):
+    """(start_ms, latency_ms, ok, broker) of every send printed by a produce-loop client."""
+    out = []
+    for ln in proc.log_text().splitlines():
+        p = ln.split()
+        if len(p) >= 5 and p[0] == "SEND":
+            out.append((int(p[1]), int(p[2]), p[3] == "OK", p[4]))
+    return out
+
+
+def max_gap(sends, since_ms):
+    """Longest time (ms) between consecutive successful sends completed after since_ms."""
+    done = sorted(s[0] + s[1] for s in sends if s[2])
+    window = [t for t in done if t >= since_ms]
+    return max((b - a for a, b in zip(window, window[1:])), default=None)
+
+
 def s5_two_namesrvs(env, c):
     env.ensure("a", "a_s", "b")
     c.note("brokers use registerNameServerPeriod=10000 (default 30000) to shorten the re-registration wait")
@@ -345,42 +367,70 @@ def s5_two_namesrvs(env, c):
     create_topic(env, c, topic, ns=env.sut2)
     both = env.sut1 + ";" + env.sut2
     sut1 = env.namesrvs["sut1"]
-    sut1.kill()
-    c.note("killed nameserver sut1 (%s); clients use %s" % (env.sut1, both))
-    prefix = RUN_TAG + "-ha"
-    rc, out = env.jclient("5", "produce", timeout=120, ns=both, topic=topic, count=200, prefix=prefix)
-    r = parse_result(out)
-    c.check(rc == 0 and r.get("ok") == "200", "producer sent 200 through the surviving nameserver (ok=%s failed=%s)" % (
-        r.get("ok"), r.get("failed")))
-    if rc != 0:
-        c.note(tail(out))
-    rc, out = env.jclient("5", "consume", timeout=120, ns=both, topic=topic, group="interop_ha_" + RUN_TAG,
-                          count=200, prefix=prefix, timeoutSec=90)
-    r = parse_result(out)
-    c.check(rc == 0 and r.get("distinct") == "200", "consumer received 200 through the surviving nameserver (distinct=%s)" % r.get("distinct"))
-    if rc != 0:
-        c.note(tail(out))
+    loop = env.jclient_start("5", "produce-loop", ns=both, topic=topic, durationMs=180000,
+                             intervalMs=50, timeoutMs=2000, pollMs=1000)
+    try:
+        warm = wait_until(lambda: {s[3] for s in loop_sends(loop) if s[2]} >= {"broker-a", "broker-b"}, 40, 0.2)
+        c.require(warm, "a running producer (nameservers %s, route refresh every 1 s) sends to both brokers" % both)
+        t_kill = int(time.time() * 1000)
+        sut1.kill()
+        c.note("kill -9 nameserver sut1 (%s)" % env.sut1)
+        time.sleep(5.0)
+        after = [s for s in loop_sends(loop) if s[0] >= t_kill]
+        c.fig("running producer: sends / failed after stopping sut1", "%d / %d" % (
+            len(after), sum(1 for s in after if not s[2])))
+        c.fig("running producer: max gap (ms)", max_gap(loop_sends(loop), t_kill - 1000))
+        last = [s for s in after if s[0] >= t_kill + 3000]
+        c.check(last and all(s[2] for s in last),
+                "the running producer keeps sending through sut2 (all %d sends of the last 2 s OK)" % len(last))
 
-    t0 = time.time()
-    sut1.start()
-    sut1.wait_ready(90 if sut1.impl == "java" else 30)
-    c.fig("sut1 restart until serving (s)", "%.1f" % (time.time() - t0))
-    expected = {(b.name, b.broker_id, b.addr) for b in env.brokers.values() if b.alive()}
+        prefix = RUN_TAG + "-ha"
+        rc, out = env.jclient("5", "produce", timeout=120, ns=both, topic=topic, count=200, prefix=prefix)
+        r = parse_result(out)
+        ok = int(r.get("ok", "0"))
+        c.fig("new producer: ok / failed", "%s / %s" % (r.get("ok"), r.get("failed")))
+        # A new Java client picks one nameserver at random; when it picks the dead one, its first
+        # route lookup fails ("connect to null") and the client moves on: that one send may fail.
+        c.check(ok >= 199, "a new producer sends through the surviving nameserver (ok=%s of 200; <=1 failure "
+                "allowed for the client's first pick of the dead nameserver)" % ok)
+        if ok < 199:
+            c.note(tail(out))
+        rc, out = env.jclient("5", "consume", timeout=120, ns=both, topic=topic, group="interop_ha_" + RUN_TAG,
+                              count=ok, prefix=prefix, timeoutSec=90)
+        r = parse_result(out)
+        c.check(rc == 0 and r.get("distinct") == str(ok),
+                "a new consumer receives all %d through the surviving nameserver (distinct=%s)" % (ok, r.get("distinct")))
+        if rc != 0:
+            c.note(tail(out))
 
-    def complete():
-        ci = cluster_info(env.sut1)
-        if not all(broker_addrs(ci, n, i) == [addr] for n, i, addr in expected):
-            return None
-        return set(route_queues(route(env.sut1, topic))) >= {"broker-a", "broker-b"}
-    ok = wait_until(complete, 40, 0.25)
-    secs = time.time() - t0
-    c.check(ok, "all %d live brokers re-registered with the restarted sut1 (and route of %s is back)" % len(expected)
-            if ok else "brokers re-registered with sut1 within 40 s")
-    c.fig("re-registration after restart (s)", "%.1f" % secs)
-    c.check(ok and secs <= 30, "re-registration within the 30 s period (%.1f s)" % secs)
+        t0 = time.time()
+        sut1.start()
+        sut1.wait_ready(90 if sut1.impl == "java" else 30)
+        c.fig("sut1 restart until serving (s)", "%.1f" % (time.time() - t0))
+        expected = {(b.name, b.broker_id, b.addr) for b in env.brokers.values() if b.alive()}
+
+        def complete():
+            ci = cluster_info(env.sut1)
+            if not all(broker_addrs(ci, n, i) == [addr] for n, i, addr in expected):
+                return None
+            return set(route_queues(route(env.sut1, topic))) >= {"broker-a", "broker-b"}
+        ok_reg = wait_until(complete, 40, 0.25)
+        secs = time.time() - t0
+        c.check(ok_reg, "all %d live brokers re-registered with the restarted sut1 and the route of %s is back" % (
+            len(expected), topic))
+        c.fig("re-registration after restart (s)", "%.1f" % secs)
+        c.check(ok_reg and secs <= 30, "re-registration within the 30 s period (%.1f s)" % secs)
+        t_back = int(time.time() * 1000)
+        time.sleep(2.0)
+        s = loop_sends(loop)
+        back = [x for x in s if x[0] >= t_back]
+        c.check(back and all(x[2] for x in back), "the running producer is unaffected by the restart (%d sends OK)" % len(back))
+        c.fig("running producer: total sends / failed", "%d / %d" % (len(s), sum(1 for x in s if not x[2])))
+    finally:
+        env.procs.kill(loop)
     rc, out = env.jclient("5", "produce", timeout=120, ns=env.sut1, topic=topic, count=50, prefix=prefix + "b")
     r = parse_result(out)
-    c.check(rc == 0 and r.get("ok") == "50", "producer works through the restarted sut1 alone (ok=%s)" % r.get("ok"))
+    c.check(rc == 0 and r.get("ok") == "50", "a producer works through the restarted sut1 alone (ok=%s)" % r.get("ok"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -226,9 +226,8 @@ impl Client {
     pub async fn connection_closed(&self, addr: &str) {
         let slot = self.slot(addr);
         let conn = slot.lock().await.clone();
-        match conn {
-            Some(c) => c.closed().await,
-            None => {}
+        if let Some(c) = conn {
+            c.closed().await;
         }
     }
 

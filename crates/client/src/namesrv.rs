@@ -13,14 +13,24 @@ use remoting::body::{
     self, BrokerMemberGroup, ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, KvTable,
     QueueData, RegisterBrokerBody, TopicList, TopicRouteData,
 };
-use remoting::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use remoting::headers::{
+    AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader,
+    BrokerHeartbeatRequestHeader, DeleteKvConfigRequestHeader, DeleteTopicFromNamesrvRequestHeader,
+    GetBrokerMemberGroupRequestHeader, GetKvConfigRequestHeader, GetKvConfigResponseHeader,
+    GetKvListByNamespaceRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+    PutKvConfigRequestHeader, QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, RegisterTopicRequestHeader,
+    UnregisterBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use serde::de::DeserializeOwned;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 
 /// Ext field carrying a broker's zone (Java `MixAll.ZONE_NAME`).
-pub const ZONE_NAME_EXT: &str = "__ZONE_NAME";
+pub const ZONE_NAME_EXT: &str = remoting::headers::ZONE_NAME;
 
 /// Who a broker is: the header fields of REGISTER/UNREGISTER_BROKER, QUERY_DATA_VERSION and
 /// BROKER_HEARTBEAT.
@@ -65,20 +75,14 @@ impl BrokerIdentity {
         }
     }
 
-    /// The four fields every broker request header carries, plus the zone ext field.
-    fn base_ext(&self) -> ExtFields {
-        let mut ext = ExtFields::new();
-        ext.insert("brokerId", self.broker_id.to_string());
-        ext.insert("clusterName", self.cluster_name.as_str());
-        ext.insert("brokerAddr", self.broker_addr.as_str());
-        ext.insert("brokerName", self.broker_name.as_str());
-        ext
-    }
-
-    fn add_zone(&self, ext: &mut ExtFields) {
+    /// Adds the zone ext field, as a Java broker's RPC hook does, when a zone is set.
+    fn with_zone(&self, mut cmd: RemotingCommand) -> RemotingCommand {
         if let Some(zone) = &self.zone_name {
-            ext.insert(ZONE_NAME_EXT, zone.as_str());
+            cmd.ext_fields
+                .get_or_insert_with(Default::default)
+                .insert(ZONE_NAME_EXT, zone.as_str());
         }
+        cmd
     }
 }
 
@@ -133,8 +137,8 @@ pub enum UnitTopics {
     HasUnitSubUnunit,
 }
 
-fn ext<const N: usize>(pairs: [(&str, &str); N]) -> ExtFields {
-    pairs.into_iter().collect()
+fn some(s: &str) -> Option<String> {
+    Some(s.to_owned())
 }
 
 impl Client {
@@ -180,20 +184,18 @@ impl Client {
     /// GET_ROUTEINFO_BY_TOPIC, returning the raw body (legacy or standard JSON as the server
     /// chose) and the answering address.
     pub async fn get_route_body(&self, topic: &str, opts: RouteOptions) -> Result<(String, Bytes)> {
-        let mut e = ext([("topic", topic)]);
-        if let Some(b) = opts.accept_standard_json_only {
-            e.insert("acceptStandardJsonOnly", b.to_string());
-        }
-        let mut req = self.request(RequestCode::GetRouteinfoByTopic).with_ext_fields(e);
+        let header = GetRouteInfoRequestHeader {
+            topic: some(topic),
+            accept_standard_json_only: opts.accept_standard_json_only,
+        };
+        let mut req = self.request(RequestCode::GetRouteinfoByTopic).with_header(&header);
         if let Some(v) = opts.version {
             req.version = v;
         }
         let (addr, resp) = self.call_ok(req).await?;
-        let body = resp.body.ok_or_else(|| Error::Server {
-            addr: addr.clone(),
-            code: resp.code,
-            remark: resp.remark,
-        })?;
+        let Some(body) = resp.body else {
+            return Err(Error::Server { addr, code: resp.code, remark: resp.remark });
+        };
         Ok((addr, body))
     }
 
@@ -205,16 +207,20 @@ impl Client {
 
     /// PUT_KV_CONFIG (100). Java: MQClientAPIImpl#putKVConfigValue (which sends to every nameserver)
     pub async fn put_kv_config(&self, namespace: &str, key: &str, value: &str) -> Result<()> {
-        let e = ext([("namespace", namespace), ("value", value), ("key", key)]);
-        self.call_ok(self.request(RequestCode::PutKvConfig).with_ext_fields(e)).await.map(drop)
+        let header = PutKvConfigRequestHeader {
+            namespace: some(namespace),
+            key: some(key),
+            value: some(value),
+        };
+        self.call_ok(self.request(RequestCode::PutKvConfig).with_header(&header)).await.map(drop)
     }
 
     /// GET_KV_CONFIG (101): `Ok(None)` when the nameserver answers QUERY_NOT_FOUND.
     /// Java: MQClientAPIImpl#getKVConfigValue
     pub async fn get_kv_config(&self, namespace: &str, key: &str) -> Result<Option<String>> {
-        let e = ext([("namespace", namespace), ("key", key)]);
-        match self.call_ok(self.request(RequestCode::GetKvConfig).with_ext_fields(e)).await {
-            Ok((_, resp)) => Ok(resp.ext("value").map(str::to_owned)),
+        let header = GetKvConfigRequestHeader { namespace: some(namespace), key: some(key) };
+        match self.call_ok(self.request(RequestCode::GetKvConfig).with_header(&header)).await {
+            Ok((_, resp)) => Ok(resp.decode_header::<GetKvConfigResponseHeader>().value),
             Err(e) if e.response_code() == Some(ResponseCode::QueryNotFound) => Ok(None),
             Err(e) => Err(e),
         }
@@ -222,17 +228,18 @@ impl Client {
 
     /// DELETE_KV_CONFIG (102). Java: MQClientAPIImpl#deleteKVConfigValue
     pub async fn delete_kv_config(&self, namespace: &str, key: &str) -> Result<()> {
-        let e = ext([("namespace", namespace), ("key", key)]);
-        self.call_ok(self.request(RequestCode::DeleteKvConfig).with_ext_fields(e)).await.map(drop)
+        let header = DeleteKvConfigRequestHeader { namespace: some(namespace), key: some(key) };
+        self.call_ok(self.request(RequestCode::DeleteKvConfig).with_header(&header)).await.map(drop)
     }
 
     /// GET_KVLIST_BY_NAMESPACE (219): `Ok(None)` when the namespace does not exist.
     /// Java: MQClientAPIImpl#getKVListByNamespace
     pub async fn get_kv_list_by_namespace(&self, namespace: &str) -> Result<Option<KvTable>> {
-        let req = self
-            .request(RequestCode::GetKvlistByNamespace)
-            .with_ext_fields(ext([("namespace", namespace)]));
-        match self.call_ok(req).await {
+        let header = GetKvListByNamespaceRequestHeader { namespace: some(namespace) };
+        match self
+            .call_ok(self.request(RequestCode::GetKvlistByNamespace).with_header(&header))
+            .await
+        {
             Ok((addr, resp)) => decode_opt(&addr, resp.body.as_deref()).map(Some),
             Err(e) if e.response_code() == Some(ResponseCode::QueryNotFound) => Ok(None),
             Err(e) => Err(e),
@@ -249,22 +256,18 @@ impl Client {
         } else {
             body::to_legacy_json(&req.body)
         };
-        let crc = body::body_crc32(&body);
-        // JDK HashMap order of RegisterBrokerRequestHeader's fields (remoting TV-19).
-        let mut e = ExtFields::new();
-        e.insert("brokerId", id.broker_id.to_string());
-        e.insert("bodyCrc32", crc.to_string());
-        e.insert("clusterName", id.cluster_name.as_str());
-        e.insert("brokerAddr", id.broker_addr.as_str());
-        e.insert("enableActingMaster", id.enable_acting_master.to_string());
-        e.insert("haServerAddr", id.ha_server_addr.as_str());
-        e.insert("compressed", req.compressed.to_string());
-        if let Some(t) = id.heartbeat_timeout_millis {
-            e.insert("heartbeatTimeoutMillis", t.to_string());
-        }
-        e.insert("brokerName", id.broker_name.as_str());
-        id.add_zone(&mut e);
-        self.request(RequestCode::RegisterBroker).with_ext_fields(e).with_body(body)
+        let header = RegisterBrokerRequestHeader {
+            broker_name: some(&id.broker_name),
+            broker_addr: some(&id.broker_addr),
+            cluster_name: some(&id.cluster_name),
+            ha_server_addr: some(&id.ha_server_addr),
+            broker_id: Some(id.broker_id),
+            heartbeat_timeout_millis: id.heartbeat_timeout_millis,
+            enable_acting_master: Some(id.enable_acting_master),
+            compressed: Some(req.compressed),
+            body_crc32: Some(body::body_crc32(&body)),
+        };
+        id.with_zone(self.request(RequestCode::RegisterBroker).with_header(&header).with_body(body))
     }
 
     /// REGISTER_BROKER (103). Java: BrokerOuterAPI#registerBroker
@@ -288,9 +291,10 @@ impl Client {
             Some(b) => Some(decode(&addr, b)?),
             None => None,
         };
+        let header: RegisterBrokerResponseHeader = resp.decode_header();
         Ok(RegisterBrokerResult {
-            master_addr: resp.ext("masterAddr").map(str::to_owned),
-            ha_server_addr: resp.ext("haServerAddr").map(str::to_owned),
+            master_addr: header.master_addr,
+            ha_server_addr: header.ha_server_addr,
             kv_table,
         })
     }
@@ -298,9 +302,14 @@ impl Client {
     /// UNREGISTER_BROKER (104); the nameserver removes the broker shortly after answering.
     /// Java: BrokerOuterAPI#unregisterBroker
     pub async fn unregister_broker(&self, id: &BrokerIdentity) -> Result<()> {
-        let mut e = id.base_ext();
-        id.add_zone(&mut e);
-        self.call_ok(self.request(RequestCode::UnregisterBroker).with_ext_fields(e)).await.map(drop)
+        let header = UnregisterBrokerRequestHeader {
+            broker_name: some(&id.broker_name),
+            broker_addr: some(&id.broker_addr),
+            cluster_name: some(&id.cluster_name),
+            broker_id: Some(id.broker_id),
+        };
+        let req = id.with_zone(self.request(RequestCode::UnregisterBroker).with_header(&header));
+        self.call_ok(req).await.map(drop)
     }
 
     /// BROKER_HEARTBEAT (904), oneway like a Java broker. Java: BrokerOuterAPI#sendHeartbeat
@@ -314,15 +323,15 @@ impl Client {
     }
 
     fn heartbeat_command(&self, id: &BrokerIdentity) -> RemotingCommand {
-        let mut e = ExtFields::new();
-        e.insert("clusterName", id.cluster_name.as_str());
-        e.insert("brokerAddr", id.broker_addr.as_str());
-        e.insert("brokerName", id.broker_name.as_str());
-        e.insert("brokerId", id.broker_id.to_string());
-        if let Some(t) = id.heartbeat_timeout_millis {
-            e.insert("heartbeatTimeoutMills", t.to_string());
-        }
-        self.request(RequestCode::BrokerHeartbeat).with_ext_fields(e)
+        let header = BrokerHeartbeatRequestHeader {
+            cluster_name: some(&id.cluster_name),
+            broker_addr: some(&id.broker_addr),
+            broker_name: some(&id.broker_name),
+            broker_id: Some(id.broker_id),
+            heartbeat_timeout_mills: id.heartbeat_timeout_millis,
+            ..Default::default()
+        };
+        id.with_zone(self.request(RequestCode::BrokerHeartbeat).with_header(&header))
     }
 
     /// QUERY_DATA_VERSION (322) with the broker's topic DataVersion as body.
@@ -333,10 +342,10 @@ impl Client {
         version: &DataVersion,
     ) -> Result<QueryDataVersionResult> {
         let (addr, resp) = self.call_ok(self.query_data_version_command(id, version)).await?;
-        let changed = match resp.ext("changed") {
-            Some(v) => v.eq_ignore_ascii_case("true"),
-            None => return Err(bad(&addr, "QUERY_DATA_VERSION response without `changed`")),
-        };
+        let header: QueryDataVersionResponseHeader = resp.decode_header();
+        let changed = header
+            .changed
+            .ok_or_else(|| bad(&addr, "QUERY_DATA_VERSION response without `changed`"))?;
         let data_version = match resp.body.as_deref() {
             Some(b) => Some(decode(&addr, b)?),
             None => None,
@@ -359,29 +368,34 @@ impl Client {
         id: &BrokerIdentity,
         version: &DataVersion,
     ) -> RemotingCommand {
-        self.request(RequestCode::QueryDataVersion)
-            .with_ext_fields(id.base_ext())
-            .with_body(body::to_legacy_json(version))
+        let header = QueryDataVersionRequestHeader {
+            broker_name: some(&id.broker_name),
+            broker_addr: some(&id.broker_addr),
+            cluster_name: some(&id.cluster_name),
+            broker_id: Some(id.broker_id),
+        };
+        let req = self.request(RequestCode::QueryDataVersion).with_header(&header);
+        id.with_zone(req.with_body(body::to_legacy_json(version)))
     }
 
     /// WIPE_WRITE_PERM_OF_BROKER (205): returns `wipeTopicCount`.
     /// Java: MQClientAPIImpl#wipeWritePermOfBroker
     pub async fn wipe_write_perm(&self, broker_name: &str) -> Result<i32> {
-        let req = self
-            .request(RequestCode::WipeWritePermOfBroker)
-            .with_ext_fields(ext([("brokerName", broker_name)]));
+        let header = WipeWritePermOfBrokerRequestHeader { broker_name: some(broker_name) };
+        let req = self.request(RequestCode::WipeWritePermOfBroker).with_header(&header);
         let (addr, resp) = self.call_ok(req).await?;
-        int_ext(&addr, &resp, "wipeTopicCount")
+        let count = resp.decode_header::<WipeWritePermOfBrokerResponseHeader>().wipe_topic_count;
+        count.ok_or_else(|| bad(&addr, "response without a numeric `wipeTopicCount`"))
     }
 
     /// ADD_WRITE_PERM_OF_BROKER (327): returns `addTopicCount`.
     /// Java: MQClientAPIImpl#addWritePermOfBroker
     pub async fn add_write_perm(&self, broker_name: &str) -> Result<i32> {
-        let req = self
-            .request(RequestCode::AddWritePermOfBroker)
-            .with_ext_fields(ext([("brokerName", broker_name)]));
+        let header = AddWritePermOfBrokerRequestHeader { broker_name: some(broker_name) };
+        let req = self.request(RequestCode::AddWritePermOfBroker).with_header(&header);
         let (addr, resp) = self.call_ok(req).await?;
-        int_ext(&addr, &resp, "addTopicCount")
+        let count = resp.decode_header::<AddWritePermOfBrokerResponseHeader>().add_topic_count;
+        count.ok_or_else(|| bad(&addr, "response without a numeric `addTopicCount`"))
     }
 
     /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206). Java: MQClientAPIImpl#getTopicListFromNameServer
@@ -391,11 +405,8 @@ impl Client {
 
     /// GET_TOPICS_BY_CLUSTER (224). Java: MQClientAPIImpl#getTopicsByCluster
     pub async fn topics_by_cluster(&self, cluster: &str) -> Result<TopicList> {
-        self.topic_list(
-            self.request(RequestCode::GetTopicsByCluster)
-                .with_ext_fields(ext([("cluster", cluster)])),
-        )
-        .await
+        let header = GetTopicsByClusterRequestHeader { cluster: some(cluster) };
+        self.topic_list(self.request(RequestCode::GetTopicsByCluster).with_header(&header)).await
     }
 
     /// GET_SYSTEM_TOPIC_LIST_FROM_NS (304): cluster and broker names, plus one broker address.
@@ -423,13 +434,12 @@ impl Client {
     /// DELETE_TOPIC_IN_NAMESRV (216); with a cluster, only that cluster's queues are removed.
     /// Java: MQClientAPIImpl#deleteTopicInNameServer
     pub async fn delete_topic(&self, topic: &str, cluster: Option<&str>) -> Result<()> {
-        let mut e = ext([("topic", topic)]);
-        if let Some(c) = cluster {
-            e.insert("clusterName", c);
-        }
-        self.call_ok(self.request(RequestCode::DeleteTopicInNamesrv).with_ext_fields(e))
-            .await
-            .map(drop)
+        let header = DeleteTopicFromNamesrvRequestHeader {
+            topic: some(topic),
+            cluster_name: cluster.map(str::to_owned),
+        };
+        let req = self.request(RequestCode::DeleteTopicInNamesrv).with_header(&header);
+        self.call_ok(req).await.map(drop)
     }
 
     /// REGISTER_TOPIC_IN_NAMESRV (217): a TopicRouteData body with only `queueDatas`.
@@ -438,7 +448,7 @@ impl Client {
         let route = TopicRouteData { queue_datas: queue_datas.to_vec(), ..Default::default() };
         let req = self
             .request(RequestCode::RegisterTopicInNamesrv)
-            .with_ext_fields(ext([("topic", topic)]))
+            .with_header(&RegisterTopicRequestHeader { topic: some(topic) })
             .with_body(body::to_legacy_json(&route));
         self.call_ok(req).await.map(drop)
     }
@@ -462,9 +472,8 @@ impl Client {
         if text.is_empty() {
             return Ok(());
         }
-        self.call_ok(self.request(RequestCode::UpdateNamesrvConfig).with_body(text.into_bytes()))
-            .await
-            .map(drop)
+        let req = self.request(RequestCode::UpdateNamesrvConfig).with_body(text.into_bytes());
+        self.call_ok(req).await.map(drop)
     }
 
     /// GET_BROKER_MEMBER_GROUP (901). Java: BrokerOuterAPI#syncBrokerMemberGroup
@@ -473,10 +482,12 @@ impl Client {
         cluster: &str,
         broker_name: &str,
     ) -> Result<BrokerMemberGroup> {
-        let e = ext([("clusterName", cluster), ("brokerName", broker_name)]);
-        let (addr, resp) = self
-            .call_ok(self.request(RequestCode::GetBrokerMemberGroup).with_ext_fields(e))
-            .await?;
+        let header = GetBrokerMemberGroupRequestHeader {
+            cluster_name: some(cluster),
+            broker_name: some(broker_name),
+        };
+        let req = self.request(RequestCode::GetBrokerMemberGroup).with_header(&header);
+        let (addr, resp) = self.call_ok(req).await?;
         let body: GetBrokerMemberGroupResponseBody = decode_opt(&addr, resp.body.as_deref())?;
         Ok(body.broker_member_group)
     }
@@ -490,17 +501,10 @@ fn decode<T: DeserializeOwned>(addr: &str, bytes: &[u8]) -> Result<T> {
     body::from_json(bytes).map_err(|e| bad(addr, e.to_string()))
 }
 
-/// Decodes a body that Java decodes even when absent (fastjson of null → error there; a missing
-/// body here is an error too).
+/// Decodes a body that must be there (Java's decode of a null body fails too).
 fn decode_opt<T: DeserializeOwned>(addr: &str, bytes: Option<&[u8]>) -> Result<T> {
     match bytes {
         Some(b) => decode(addr, b),
         None => Err(bad(addr, "response has no body")),
     }
-}
-
-fn int_ext(addr: &str, resp: &RemotingCommand, key: &str) -> Result<i32> {
-    resp.ext(key)
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| bad(addr, format!("response without a numeric `{key}`")))
 }

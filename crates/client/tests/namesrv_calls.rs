@@ -249,6 +249,11 @@ async fn register_broker_request_looks_like_a_java_broker() {
     assert!(cmd
         .body_bytes()
         .starts_with(br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":"#));
+    assert_eq!(cmd.ext(client::ZONE_NAME_EXT), None);
+    let mut zoned = master_a();
+    zoned.zone_name = Some("zone-1".into());
+    let cmd = c.register_broker_command(&registration(zoned, &[topic("TopicA", 4)], 1));
+    assert_eq!(cmd.ext("__ZONE_NAME"), Some("zone-1"));
 }
 
 #[tokio::test]

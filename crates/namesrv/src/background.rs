@@ -40,6 +40,9 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
             _ = ticker.tick() => {
                 for request in state.routes.expire_inactive(state.now_ms()) {
                     info!(broker = %request.broker_addr, cluster = %request.cluster_name, "the broker channel expired");
+                    if let Some(fence) = request.fence {
+                        state.close_connection(fence.conn());
+                    }
                     state.submit_unregister(request);
                 }
             }

@@ -92,10 +92,10 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
     if let Err(e) = tcp.set_nodelay(true) {
         debug!(%peer, error = %e, "set_nodelay failed");
     }
-    let id = state.next_conn_id();
+    let (id, close) = state.open_connection();
     match state.negotiate(tcp, peer).await {
         Ok((stream, real_peer)) => {
-            let ctx = ConnCtx { id, peer: real_peer };
+            let ctx = ConnCtx { id, peer: real_peer, close };
             serve_connection(&state, stream, &ctx, shutdown).await;
         }
         Err(e) => debug!(%peer, error = %e, "connection refused during negotiation"),
@@ -141,6 +141,10 @@ where
                     _ = shutdown.recv() => {
                         draining = true;
                         continue;
+                    }
+                    _ = ctx.close.notified() => {
+                        info!(peer = %ctx.peer, "closing the connection of an expired broker");
+                        break;
                     }
                 }
             }

@@ -26,6 +26,8 @@ pub struct ConnCtx {
     pub id: ConnId,
     /// The client's address (from a PROXY preface when there was one).
     pub peer: SocketAddr,
+    /// Notified when the server wants this connection closed (its broker expired).
+    pub close: Arc<tokio::sync::Notify>,
 }
 
 /// Everything the handlers and background tasks share.
@@ -41,6 +43,8 @@ pub struct State {
     started_wall_ms: u64,
     shutting_down: AtomicBool,
     next_conn: AtomicU64,
+    /// Open connections, so an expired broker's connection can be closed (Java does).
+    conns: parking_lot::Mutex<std::collections::HashMap<ConnId, Arc<tokio::sync::Notify>>>,
     serialize_type: SerializeType,
 }
 
@@ -65,6 +69,7 @@ impl State {
                 .map_or(0, |d| d.as_millis() as u64),
             shutting_down: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
+            conns: parking_lot::Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -84,8 +89,24 @@ impl State {
         self.serialize_type
     }
 
-    pub(crate) fn next_conn_id(&self) -> ConnId {
-        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    /// Registers a new connection: its id, and the signal that asks it to close.
+    pub(crate) fn open_connection(&self) -> (ConnId, Arc<tokio::sync::Notify>) {
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let close = Arc::new(tokio::sync::Notify::new());
+        self.conns.lock().insert(id, Arc::clone(&close));
+        (id, close)
+    }
+
+    /// Asks connection `id` to close (a no-op when it already has).
+    pub(crate) fn close_connection(&self, id: ConnId) {
+        if let Some(close) = self.conns.lock().get(&id) {
+            close.notify_one();
+        }
+    }
+
+    /// The number of open connections.
+    pub fn connection_count(&self) -> usize {
+        self.conns.lock().len()
     }
 
     /// True once shutdown has begun (new clients then get GO_AWAY).
@@ -133,6 +154,7 @@ impl State {
     /// registration made since on another connection survives).
     /// Java: `BrokerHousekeepingService#onChannelClose`
     pub(crate) fn connection_closed(&self, id: ConnId) {
+        self.conns.lock().remove(&id);
         for request in self.routes.on_connection_closed(id) {
             debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
             self.submit_unregister(request);
@@ -145,7 +167,10 @@ impl State {
         tcp: TcpStream,
         peer: SocketAddr,
     ) -> Result<(BoxedStream, SocketAddr), TransportError> {
-        let negotiated = transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await?;
+        // A silent connection is idle too: never wait longer than the idle timeout (Java's
+        // IdleStateHandler covers the connection from its first moment).
+        let limit = HANDSHAKE_TIMEOUT.min(self.idle_timeout());
+        let negotiated = transport::negotiate(tcp, peer, &self.tls, limit).await?;
         Ok((negotiated.stream, negotiated.peer))
     }
 }

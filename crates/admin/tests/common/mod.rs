@@ -105,9 +105,12 @@ impl Net {
 
 async fn start_server() -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = namesrv::Config::default();
-    config.kv_config_path = dir.path().join("kvConfig.json").to_string_lossy().into_owned();
-    config.config_store_path = dir.path().join("namesrv.properties").to_string_lossy().into_owned();
+    let path = |f: &str| dir.path().join(f).to_string_lossy().into_owned();
+    let config = namesrv::Config {
+        kv_config_path: path("kvConfig.json"),
+        config_store_path: path("namesrv.properties"),
+        ..namesrv::Config::default()
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let (stop, stopped) = oneshot::channel::<()>();

@@ -1,1 +1,296 @@
-fn main() {}
+//! `nsbench`: the nameserver benchmark. `suite` starts the servers and runs S1–S6 against each,
+//! writing `latest.{json,md,svg}`; `load` drives one running server (for profiling);
+//! `report` re-renders the Markdown and the chart from a `latest.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bench::load::{self, Fleet, Readers};
+use bench::report;
+use bench::server::{Kind, Spec};
+use bench::suite::{self, EnvInfo, Report, Sizes};
+use bench::topology::{RegistrationBody, Shape, Topology};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "RocketMQ nameserver benchmark (issue #6)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start every server, run S1–S6 against each, write latest.{json,md,svg}.
+    Suite(SuiteArgs),
+    /// Populate one running nameserver and read from it (S1; S2 with --churn-ms).
+    Load(LoadArgs),
+    /// Re-render latest.md and latest.svg from a latest.json.
+    Report {
+        /// The JSON written by `suite`.
+        #[arg(long)]
+        json: PathBuf,
+        /// Where to write latest.md and latest.svg.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// Every size; unset ones come from the full or the --quick profile.
+#[derive(Args, Clone, Default)]
+struct SizeFlags {
+    /// Small sizes and short phases (a smoke run).
+    #[arg(long)]
+    quick: bool,
+    #[arg(long)]
+    clusters: Option<usize>,
+    #[arg(long)]
+    brokers: Option<usize>,
+    /// Topics per cluster.
+    #[arg(long)]
+    topics: Option<usize>,
+    /// Reader connections (S1/S2).
+    #[arg(long)]
+    conns: Option<usize>,
+    /// Requests in flight per reader connection (S1/S2).
+    #[arg(long)]
+    depth: Option<usize>,
+    #[arg(long)]
+    warmup_ms: Option<u64>,
+    /// Measured time of S1 and S2, per server and round.
+    #[arg(long)]
+    measure_ms: Option<u64>,
+    /// S2: longest pause between two registrations of a broker.
+    #[arg(long)]
+    churn_ms: Option<u64>,
+    /// S3: topics of the big broker.
+    #[arg(long)]
+    big_topics: Option<usize>,
+    #[arg(long)]
+    big_registrations: Option<usize>,
+    #[arg(long)]
+    s3_conns: Option<usize>,
+    /// S3: total paced read rate (req/s).
+    #[arg(long)]
+    s3_rate: Option<f64>,
+    #[arg(long)]
+    s5_clients: Option<usize>,
+    #[arg(long)]
+    s5_readers: Option<usize>,
+    #[arg(long)]
+    s5_measure_ms: Option<u64>,
+    #[arg(long)]
+    s6_starts: Option<usize>,
+    #[arg(long)]
+    rounds: Option<usize>,
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+impl SizeFlags {
+    fn sizes(&self) -> Sizes {
+        let mut s = if self.quick { Sizes::quick() } else { Sizes::full() };
+        macro_rules! set {
+            ($($flag:ident => $($field:ident).+),* $(,)?) => { $( if let Some(v) = self.$flag { s.$($field).+ = v; } )* };
+        }
+        set!(
+            clusters => shape.clusters, brokers => shape.brokers_per_cluster, topics => shape.topics_per_cluster,
+            conns => conns, depth => depth, warmup_ms => warmup_ms, measure_ms => measure_ms, churn_ms => churn_ms,
+            big_topics => big_topics, big_registrations => big_registrations, s3_conns => s3_conns, s3_rate => s3_rate,
+            s5_clients => s5_clients, s5_readers => s5_readers, s5_measure_ms => s5_measure_ms, s6_starts => s6_starts,
+            rounds => rounds, seed => seed,
+        );
+        s
+    }
+}
+
+#[derive(Args)]
+struct SuiteArgs {
+    #[command(flatten)]
+    sizes: SizeFlags,
+    /// Servers to run: ours, java, rocketmq-rust, ceiling (comma separated).
+    #[arg(long, default_value = "ours,java,rocketmq-rust,ceiling", value_delimiter = ',')]
+    servers: Vec<String>,
+    /// Our `mqnamesrv` binary.
+    #[arg(long)]
+    ours: Option<PathBuf>,
+    /// The `java` launcher.
+    #[arg(long, default_value = "java")]
+    java: PathBuf,
+    /// Directory of the Apache RocketMQ jars (rocketmq-namesrv and its dependencies).
+    #[arg(long)]
+    java_lib: Option<PathBuf>,
+    /// JVM options of the Java nameserver.
+    #[arg(long, default_value = "-Xms1g -Xmx1g -XX:+UseG1GC")]
+    jvm_opts: String,
+    /// rocketmq-rust's `rocketmq-namesrv-rust` binary.
+    #[arg(long)]
+    rocketmq_rust: Option<PathBuf>,
+    /// The `ceiling` binary.
+    #[arg(long)]
+    ceiling: Option<PathBuf>,
+    /// Where latest.{json,md,svg} go.
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+    /// Server run directories (configs, logs).
+    #[arg(long)]
+    workdir: Option<PathBuf>,
+    /// `name=value` lines for the report's set-up section (e.g. peer versions).
+    #[arg(long = "note")]
+    notes: Vec<String>,
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    #[command(flatten)]
+    sizes: SizeFlags,
+    /// The nameserver to load.
+    #[arg(long, default_value = "127.0.0.1:9876")]
+    addr: String,
+    /// Do not register brokers (the server is already populated by an earlier run).
+    #[arg(long)]
+    no_populate: bool,
+    /// Also run S2 (churn) after S1.
+    #[arg(long)]
+    churn: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.cmd {
+        Cmd::Suite(a) => rt.block_on(suite_cmd(a)),
+        Cmd::Load(a) => rt.block_on(load_cmd(a)),
+        Cmd::Report { json, out } => {
+            let r: Report = serde_json::from_slice(&std::fs::read(&json).with_context(|| format!("read {}", json.display()))?)?;
+            write_report(&r, &out)
+        }
+    }
+}
+
+fn say(line: &str) {
+    println!("{line}");
+}
+
+async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
+    let sizes = a.sizes.sizes();
+    let mut specs = Vec::new();
+    for name in &a.servers {
+        let kind = Kind::parse(name.trim()).with_context(|| format!("unknown server {name:?}"))?;
+        let need = |p: &Option<PathBuf>, flag: &str| p.clone().with_context(|| format!("{} needs --{flag}", kind.label()));
+        specs.push(match kind {
+            Kind::Ours => Spec { kind, program: need(&a.ours, "ours")?, java_lib: None, jvm_opts: vec![], ceiling_body: None },
+            Kind::Java => Spec {
+                kind,
+                program: a.java.clone(),
+                java_lib: Some(need(&a.java_lib, "java-lib")?),
+                jvm_opts: a.jvm_opts.split_whitespace().map(str::to_owned).collect(),
+                ceiling_body: None,
+            },
+            Kind::RocketmqRust => {
+                Spec { kind, program: need(&a.rocketmq_rust, "rocketmq-rust")?, java_lib: None, jvm_opts: vec![], ceiling_body: None }
+            }
+            Kind::Ceiling => Spec { kind, program: need(&a.ceiling, "ceiling")?, java_lib: None, jvm_opts: vec![], ceiling_body: None },
+        });
+    }
+    let workdir = match &a.workdir {
+        Some(w) => w.clone(),
+        None => std::env::temp_dir().join(format!("nsbench-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&workdir)?;
+    say(&format!("nsbench suite: servers {:?}, work dir {}", a.servers, workdir.display()));
+    let started = Instant::now();
+    let servers = suite::run(&specs, &sizes, &workdir, &say).await?;
+    let mut env = env_info(&a);
+    env.quick = a.sizes.quick;
+    env.wall_secs = started.elapsed().as_secs_f64();
+    let report = Report { env, sizes, servers };
+    std::fs::create_dir_all(&a.out)?;
+    std::fs::write(a.out.join("latest.json"), serde_json::to_vec_pretty(&report)?)?;
+    write_report(&report, &a.out)?;
+    println!("\n{}", report::markdown(&report).split("\n## Figures").next().unwrap_or_default());
+    say(&format!("wrote {}/latest.{{json,md,svg}} in {:.0} s", a.out.display(), report.env.wall_secs));
+    let _ = std::fs::remove_dir_all(&workdir);
+    Ok(())
+}
+
+fn write_report(r: &Report, out: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("latest.md"), report::markdown(r))?;
+    report::chart(r, &out.join("latest.svg"))
+}
+
+fn env_info(a: &SuiteArgs) -> EnvInfo {
+    let run = |prog: &str, args: &[&str]| {
+        Command::new(prog)
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_owned())
+            .unwrap_or_default()
+    };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())))
+        .unwrap_or_default();
+    let java = if a.servers.iter().any(|s| s == "java") {
+        run(&a.java.display().to_string(), &["-version"]).lines().next().unwrap_or_default().to_owned()
+    } else {
+        "not used".to_owned()
+    };
+    EnvInfo {
+        commit: run("git", &["rev-parse", "HEAD"]),
+        dirty: !run("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty(),
+        date: run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        cpu,
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned(),
+        java,
+        versions: a.notes.iter().map(|n| n.split_once('=').map_or((n.clone(), String::new()), |(k, v)| (k.to_owned(), v.to_owned()))).collect(),
+        quick: false,
+        wall_secs: 0.0,
+    }
+}
+
+async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
+    let sizes = a.sizes.sizes();
+    let shape = Shape { ..sizes.shape };
+    let topology = Topology::new(shape, sizes.seed);
+    let bodies: Vec<Arc<RegistrationBody>> =
+        (0..shape.clusters).map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c)))).collect();
+    let fleet = Fleet::new(&a.addr, &topology, &bodies)?;
+    if !a.no_populate {
+        let t = Instant::now();
+        fleet.populate(8).await?;
+        say(&format!("populated {} brokers in {:.2} s", fleet.len(), t.elapsed().as_secs_f64()));
+    }
+    let readers = Readers {
+        depth: sizes.depth,
+        warmup: Duration::from_millis(sizes.warmup_ms),
+        measure: Duration::from_millis(sizes.measure_ms),
+        rate_per_task: None,
+        stop: None,
+    };
+    let clients = load::connect_clients(&a.addr, sizes.conns, 64, &topology.topics[0]).await?;
+    let r = load::run_readers(&clients, topology.topics.clone(), &readers, None, sizes.seed).await;
+    say(&format!("S1 {}", suite::line(&r.all.summary(r.elapsed))));
+    if a.churn {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let from = tokio::time::Instant::now() + readers.warmup;
+        let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), from, stop_rx, sizes.seed);
+        let r = load::run_readers(&clients, topology.topics.clone(), &readers, None, sizes.seed + 1).await;
+        stop_tx.send_replace(true);
+        let regs = churn.await?;
+        say(&format!("S2 {}", suite::line(&r.all.summary(r.elapsed))));
+        say(&format!("S2 registrations {}", suite::line(&regs.summary(r.elapsed))));
+    }
+    fleet.close().await;
+    Ok(())
+}

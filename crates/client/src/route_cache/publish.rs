@@ -202,7 +202,7 @@ fn static_topic_endpoints(topic: &str, route: &TopicRouteData) -> BTreeMap<Messa
     }
     for (scope, mut infos) in by_scope {
         let mock = mock_broker_name(scope);
-        infos.sort_by(|a, b| b.epoch.cmp(&a.epoch));
+        infos.sort_by_key(|i| std::cmp::Reverse(i.epoch));
         let mut max_total = 0;
         let max_total_epoch = -1;
         let mut hosted: HashMap<i32, &remoting::body::TopicQueueMappingInfo> = HashMap::new();

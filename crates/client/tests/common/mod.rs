@@ -48,10 +48,12 @@ impl TestServer {
         dir: tempfile::TempDir,
         adjust: impl FnOnce(&mut Config),
     ) -> Self {
-        let mut config = Config::default();
-        config.kv_config_path = dir.path().join("kvConfig.json").to_string_lossy().into_owned();
-        config.config_store_path =
-            dir.path().join("namesrv.properties").to_string_lossy().into_owned();
+        let path = |f: &str| dir.path().join(f).to_string_lossy().into_owned();
+        let mut config = Config {
+            kv_config_path: path("kvConfig.json"),
+            config_store_path: path("namesrv.properties"),
+            ..Config::default()
+        };
         adjust(&mut config);
         let listener = bind_retrying(addr).await;
         let addr = listener.local_addr().expect("local addr");

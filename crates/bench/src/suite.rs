@@ -1,0 +1,653 @@
+//! The benchmark suite: starts every server as a child process, populates each with the same
+//! simulated brokers, and runs the scenarios S1–S6 against them in turn (alternating, the order
+//! rotated every round), collecting a [`Report`].
+//!
+//! * S1 route reads: C connections × D in flight, random topics.
+//! * S2 S1 plus registration churn (every broker re-registers its whole table after a random
+//!   0–`churn` ms pause, DataVersion bumped); registration latency under load.
+//! * S3 one broker registering `big_topics` topics, `big_registrations` times, while paced
+//!   readers run; reads while a registration is in flight vs. outside.
+//! * S4 RSS: empty, populated and idle, peak during S2, with S5's connections, at the end.
+//! * S5 many connected clients, some of them reading.
+//! * S6 start-up to the first answered request.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use client::{Client, ClientConfig, RouteOptions};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::load::{self, Fleet, Raised, Readers};
+use crate::server::{Kind, Memory, RssSampler, Server, Spec};
+use crate::stats::{Recorder, Summary};
+use crate::topology::{random_names, RegistrationBody, Registrar, Shape, Topology};
+
+/// Every size of the suite (each is a command-line flag of `nsbench`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sizes {
+    pub shape: Shape,
+    /// S1/S2 reader connections.
+    pub conns: usize,
+    /// S1/S2 requests in flight per connection.
+    pub depth: usize,
+    pub warmup_ms: u64,
+    /// S1/S2 measured time per server and round.
+    pub measure_ms: u64,
+    /// S2: the longest pause between two registrations of one broker.
+    pub churn_ms: u64,
+    /// S3: topics of the big broker.
+    pub big_topics: usize,
+    /// S3: registrations of the big broker (the first adds every topic).
+    pub big_registrations: usize,
+    /// S3: reader connections (one request in flight each).
+    pub s3_conns: usize,
+    /// S3: total read rate of the paced readers (requests/s).
+    pub s3_rate: f64,
+    /// S5: connected clients.
+    pub s5_clients: usize,
+    /// S5: how many of them read (one request in flight each).
+    pub s5_readers: usize,
+    pub s5_measure_ms: u64,
+    /// S6: start-ups per server (the first is the suite's own start).
+    pub s6_starts: usize,
+    /// S1/S2 rounds (server order rotated each round; figures merged over rounds).
+    pub rounds: usize,
+    pub seed: u64,
+}
+
+impl Sizes {
+    /// The sizes, with measured phases short enough for a 2-core machine.
+    pub fn full() -> Self {
+        Self {
+            shape: Shape { clusters: 4, brokers_per_cluster: 8, topics_per_cluster: 10_000 },
+            conns: 64,
+            depth: 8,
+            warmup_ms: 3_000,
+            measure_ms: 15_000,
+            churn_ms: 100,
+            big_topics: 50_000,
+            big_registrations: 5,
+            s3_conns: 16,
+            s3_rate: 4_000.0,
+            s5_clients: 10_000,
+            s5_readers: 1_000,
+            s5_measure_ms: 10_000,
+            s6_starts: 5,
+            rounds: 2,
+            seed: 20_240_601,
+        }
+    }
+
+    /// A smoke run: same phases, small sizes.
+    pub fn quick() -> Self {
+        Self {
+            shape: Shape { clusters: 2, brokers_per_cluster: 4, topics_per_cluster: 2_000 },
+            conns: 16,
+            depth: 4,
+            warmup_ms: 500,
+            measure_ms: 3_000,
+            churn_ms: 100,
+            big_topics: 10_000,
+            big_registrations: 2,
+            s3_conns: 4,
+            s3_rate: 1_000.0,
+            s5_clients: 1_000,
+            s5_readers: 100,
+            s5_measure_ms: 2_000,
+            s6_starts: 1,
+            rounds: 1,
+            seed: 20_240_601,
+        }
+    }
+}
+
+/// S2's figures for one server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct S2 {
+    pub reads: Summary,
+    /// Churn registrations (latency = request to answer).
+    pub registrations: Summary,
+}
+
+/// S3's figures for one server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct S3 {
+    pub topics: usize,
+    pub body_bytes: usize,
+    /// The first registration (every topic new): request to answer, ms.
+    pub first_apply_ms: f64,
+    /// From sending the first registration to its last topic being readable, ms.
+    pub visible_ms: Option<f64>,
+    /// Later registrations (same topics, DataVersion bumped): request to answer, ms.
+    pub rereg_ms: Vec<f64>,
+    /// Reads sent or answered while a registration was in flight.
+    pub reads_during: Summary,
+    /// The other reads of the same run.
+    pub reads_outside: Summary,
+}
+
+/// S5's figures for one server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct S5 {
+    pub clients: usize,
+    pub readers: usize,
+    /// Time to connect every client (each answered once).
+    pub connect_secs: f64,
+    pub reads: Summary,
+    /// VmRSS with every client connected (max sampled during the reads).
+    pub rss_kib: u64,
+}
+
+/// Everything measured for one server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerReport {
+    pub kind: Kind,
+    pub program: String,
+    /// S6: spawn to first answered request, ms, one per start.
+    pub startup_ms: Vec<f64>,
+    pub mem_empty: Memory,
+    pub mem_populated: Memory,
+    /// Max VmRSS sampled during S2.
+    pub rss_s2_peak_kib: u64,
+    pub mem_end: Memory,
+    pub populate_secs: f64,
+    pub populate: Summary,
+    pub s1: Option<Summary>,
+    pub s1_rounds: Vec<Summary>,
+    pub s2: Option<S2>,
+    pub s2_rounds: Vec<S2>,
+    pub s3: Option<S3>,
+    pub s5: Option<S5>,
+    /// Scenarios that could not run, with the reason.
+    pub failures: Vec<String>,
+}
+
+impl ServerReport {
+    fn new(spec: &Spec) -> Self {
+        Self {
+            kind: spec.kind,
+            program: spec.program.display().to_string(),
+            startup_ms: Vec::new(),
+            mem_empty: Memory::default(),
+            mem_populated: Memory::default(),
+            rss_s2_peak_kib: 0,
+            mem_end: Memory::default(),
+            populate_secs: 0.0,
+            populate: Summary::default(),
+            s1: None,
+            s1_rounds: Vec::new(),
+            s2: None,
+            s2_rounds: Vec::new(),
+            s3: None,
+            s5: None,
+            failures: Vec::new(),
+        }
+    }
+}
+
+/// Where and what the suite ran.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EnvInfo {
+    pub commit: String,
+    pub dirty: bool,
+    pub date: String,
+    pub cpu: String,
+    pub cores: usize,
+    pub kernel: String,
+    pub java: String,
+    pub versions: Vec<(String, String)>,
+    pub quick: bool,
+    pub wall_secs: f64,
+}
+
+/// The suite's result, as written to `latest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub env: EnvInfo,
+    pub sizes: Sizes,
+    pub servers: Vec<ServerReport>,
+}
+
+impl Report {
+    /// The report of `kind`, if it ran.
+    pub fn server(&self, kind: Kind) -> Option<&ServerReport> {
+        self.servers.iter().find(|s| s.kind == kind)
+    }
+}
+
+/// One server under test and its brokers.
+struct Live {
+    spec: Spec,
+    server: Server,
+    fleet: Option<Fleet>,
+    keep_alive_stop: watch::Sender<bool>,
+    report: ServerReport,
+    /// S1 recorders and measured times, merged over rounds at the end.
+    s1: Vec<(Recorder, Duration)>,
+    s2: Vec<(Recorder, Duration, Recorder)>,
+}
+
+impl Live {
+    fn ok(&mut self) -> bool {
+        self.server.alive()
+    }
+
+    fn fail(&mut self, what: &str, e: &anyhow::Error) {
+        let msg = format!("{what}: {e:#}");
+        eprintln!("  ! {} {msg}", self.spec.kind.label());
+        self.report.failures.push(msg);
+    }
+}
+
+/// Runs the suite on `specs` (any mix of kinds; the ceiling only runs S1), with server files
+/// under `workdir`. `say` receives progress lines.
+pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&str)) -> anyhow::Result<Vec<ServerReport>> {
+    let topology = Topology::new(sizes.shape, sizes.seed);
+    let bodies: Vec<Arc<RegistrationBody>> = (0..sizes.shape.clusters)
+        .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
+        .collect();
+    say(&format!(
+        "topology: {} clusters x {} brokers x {} topics/cluster ({} topics, {} KiB per registration)",
+        sizes.shape.clusters,
+        sizes.shape.brokers_per_cluster,
+        sizes.shape.topics_per_cluster,
+        topology.topics.len(),
+        bodies.first().map_or(0, |b| b.len() / 1024)
+    ));
+    let probe = topology.topics.first().cloned().context("the topology has no topic")?;
+
+    // Start every nameserver, one at a time (S6's first sample), then populate each.
+    let mut lives = Vec::new();
+    for spec in specs.iter().filter(|s| s.kind.is_namesrv()) {
+        let dir = workdir.join(format!("{}-0", spec.kind.label()));
+        let mut server = Server::spawn(spec, &dir)?;
+        let ready = server.wait_ready(Duration::from_secs(120)).await?;
+        say(&format!("{:>14}: up in {:.0} ms on {} (pid {})", spec.kind.label(), ms(ready), server.addr, server.pid));
+        let mut report = ServerReport::new(spec);
+        report.startup_ms.push(ms(ready));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        report.mem_empty = server.memory().unwrap_or_default();
+        let (keep_alive_stop, _) = watch::channel(false);
+        lives.push(Live { spec: spec.clone(), server, fleet: None, keep_alive_stop, report, s1: Vec::new(), s2: Vec::new() });
+    }
+    for live in &mut lives {
+        let fleet = Fleet::new(&live.server.addr, &topology, &bodies)?;
+        let started = Instant::now();
+        match fleet.populate(8).await {
+            Ok(rec) => {
+                live.report.populate_secs = started.elapsed().as_secs_f64();
+                live.report.populate = rec.summary(started.elapsed());
+                say(&format!(
+                    "{:>14}: {} brokers registered in {:.2} s (p50 {:.1} ms, max {:.1} ms)",
+                    live.spec.kind.label(),
+                    fleet.len(),
+                    live.report.populate_secs,
+                    live.report.populate.p50_us as f64 / 1e3,
+                    live.report.populate.max_us as f64 / 1e3
+                ));
+                drop(fleet.keep_alive(Duration::from_secs(30), live.keep_alive_stop.subscribe()));
+                live.fleet = Some(fleet);
+            }
+            Err(e) => live.fail("populate", &e),
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for live in &mut lives {
+        live.report.mem_populated = live.server.memory().unwrap_or_default();
+    }
+
+    // The ceiling answers with the body a real nameserver gives for a topic of this topology.
+    let mut ceiling = None;
+    if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Ceiling) {
+        let body = match lives.iter().find(|l| l.fleet.is_some()) {
+            Some(l) => route_body(&l.server.addr, &probe).await?,
+            None => anyhow::bail!("the ceiling needs a populated nameserver to copy a route answer from"),
+        };
+        let file = workdir.join("ceiling-body.json");
+        std::fs::write(&file, &body)?;
+        let spec = Spec { ceiling_body: Some(file), ..spec.clone() };
+        let mut server = Server::spawn(&spec, &workdir.join("ceiling"))?;
+        server.wait_ready(Duration::from_secs(30)).await?;
+        say(&format!("{:>14}: up on {} answering {} body bytes", "ceiling", server.addr, body.len()));
+        ceiling = Some((server, ServerReport::new(&spec), Vec::<(Recorder, Duration)>::new()));
+    }
+
+    let readers = Readers {
+        depth: sizes.depth,
+        warmup: Duration::from_millis(sizes.warmup_ms),
+        measure: Duration::from_millis(sizes.measure_ms),
+        rate_per_task: None,
+        stop: None,
+    };
+    let n = lives.len() + usize::from(ceiling.is_some());
+    for round in 0..sizes.rounds {
+        // S1, the order rotated each round; the ceiling takes its turn among the nameservers.
+        for k in 0..n {
+            let i = (k + round) % n;
+            if i < lives.len() {
+                let live = &mut lives[i];
+                if live.fleet.is_none() || !live.ok() {
+                    continue;
+                }
+                match read_phase(&live.server.addr, sizes.conns, &topology, &readers, sizes.seed + round as u64).await {
+                    Ok((rec, elapsed)) => {
+                        say(&format!("S1 r{round} {:>14}: {}", live.spec.kind.label(), line(&rec.summary(elapsed))));
+                        live.report.s1_rounds.push(rec.summary(elapsed));
+                        live.s1.push((rec, elapsed));
+                    }
+                    Err(e) => live.fail("S1", &e),
+                }
+            } else if let Some((server, report, recs)) = ceiling.as_mut() {
+                match read_phase(&server.addr, sizes.conns, &topology, &readers, sizes.seed + round as u64).await {
+                    Ok((rec, elapsed)) => {
+                        say(&format!("S1 r{round} {:>14}: {}", "ceiling", line(&rec.summary(elapsed))));
+                        report.s1_rounds.push(rec.summary(elapsed));
+                        recs.push((rec, elapsed));
+                    }
+                    Err(e) => report.failures.push(format!("S1: {e:#}")),
+                }
+            }
+        }
+        // S2.
+        for k in 0..lives.len() {
+            let live = &mut lives[(k + round) % lives.len()];
+            if live.fleet.is_none() || !live.ok() {
+                continue;
+            }
+            match churn_phase(live, sizes, &topology, &readers, round).await {
+                Ok(s2) => {
+                    say(&format!(
+                        "S2 r{round} {:>14}: {} | registrations {:.1}/s p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
+                        live.spec.kind.label(),
+                        line(&s2.reads),
+                        s2.registrations.qps,
+                        s2.registrations.p50_us as f64 / 1e3,
+                        s2.registrations.p99_us as f64 / 1e3,
+                        s2.registrations.max_us as f64 / 1e3
+                    ));
+                    live.report.s2_rounds.push(s2);
+                }
+                Err(e) => live.fail("S2", &e),
+            }
+        }
+    }
+    for live in &mut lives {
+        live.report.s1 = merged(&live.s1);
+        if !live.s2.is_empty() {
+            let reads: Vec<_> = live.s2.iter().map(|(r, e, _)| (r.clone(), *e)).collect();
+            let regs: Vec<_> = live.s2.iter().map(|(_, e, g)| (g.clone(), *e)).collect();
+            live.report.s2 = Some(S2 {
+                reads: merged(&reads).unwrap_or_default(),
+                registrations: merged(&regs).unwrap_or_default(),
+            });
+        }
+    }
+
+    // S3, one server after the other.
+    let big_topics = random_names(sizes.seed ^ 0xB16, sizes.big_topics, "big");
+    let big_body = Arc::new(RegistrationBody::new(&big_topics));
+    for live in &mut lives {
+        if live.fleet.is_none() || !live.ok() {
+            continue;
+        }
+        match big_phase(live, sizes, &topology, &big_topics, &big_body).await {
+            Ok(s3) => {
+                say(&format!(
+                    "S3    {:>14}: first {:.0} ms (visible {}), again {:?} ms | reads during p99 {:.2} ms max {:.2} ms, outside p99 {:.2} ms",
+                    live.spec.kind.label(),
+                    s3.first_apply_ms,
+                    s3.visible_ms.map_or("never".to_owned(), |v| format!("{v:.0} ms")),
+                    s3.rereg_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>(),
+                    s3.reads_during.p99_us as f64 / 1e3,
+                    s3.reads_during.max_us as f64 / 1e3,
+                    s3.reads_outside.p99_us as f64 / 1e3
+                ));
+                live.report.s3 = Some(s3);
+            }
+            Err(e) => live.fail("S3", &e),
+        }
+    }
+
+    // S5, one server after the other.
+    for live in &mut lives {
+        if live.fleet.is_none() || !live.ok() {
+            continue;
+        }
+        match many_clients_phase(live, sizes, &topology).await {
+            Ok(s5) => {
+                say(&format!(
+                    "S5    {:>14}: {} clients connected in {:.1} s, RSS {} MiB | {}",
+                    live.spec.kind.label(),
+                    s5.clients,
+                    s5.connect_secs,
+                    s5.rss_kib / 1024,
+                    line(&s5.reads)
+                ));
+                live.report.s5 = Some(s5);
+            }
+            Err(e) => live.fail("S5", &e),
+        }
+    }
+
+    // Stop everything.
+    let mut reports = Vec::new();
+    for mut live in lives {
+        live.report.mem_end = live.server.memory().unwrap_or_default();
+        if !live.ok() {
+            live.report.failures.push(format!("process died:\n{}", live.server.log_tail()));
+        }
+        live.keep_alive_stop.send_replace(true);
+        if let Some(f) = &live.fleet {
+            f.close().await;
+        }
+        live.server.stop();
+        reports.push((live.spec, live.report));
+    }
+    if let Some((server, mut report, recs)) = ceiling {
+        report.mem_end = server.memory().unwrap_or_default();
+        report.s1 = merged(&recs);
+        server.stop();
+        reports.push((Spec { ceiling_body: None, ..specs.iter().find(|s| s.kind == Kind::Ceiling).cloned().context("ceiling spec")? }, report));
+    }
+
+    // S6: more start-ups, alternating servers, nothing else running.
+    for i in 1..sizes.s6_starts {
+        for (spec, report) in reports.iter_mut().filter(|(s, _)| s.kind.is_namesrv()) {
+            let dir = workdir.join(format!("{}-{i}", spec.kind.label()));
+            let mut server = Server::spawn(spec, &dir)?;
+            match server.wait_ready(Duration::from_secs(120)).await {
+                Ok(t) => report.startup_ms.push(ms(t)),
+                Err(e) => report.failures.push(format!("S6 start {i}: {e:#}")),
+            }
+            server.stop();
+        }
+    }
+    for (spec, report) in &reports {
+        if spec.kind.is_namesrv() {
+            say(&format!("S6    {:>14}: start-up {:?} ms", spec.kind.label(), report.startup_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>()));
+        }
+    }
+    Ok(reports.into_iter().map(|(_, r)| r).collect())
+}
+
+/// S1-style reads against `addr`: `conns` new connections, then the readers.
+async fn read_phase(addr: &str, conns: usize, topology: &Topology, readers: &Readers, seed: u64) -> anyhow::Result<(Recorder, Duration)> {
+    let probe = topology.topics[0].clone();
+    let clients = load::connect_clients(addr, conns, 64, &probe).await?;
+    let result = load::run_readers(&clients, topology.topics.clone(), readers, None, seed).await;
+    for c in &clients {
+        c.close().await;
+    }
+    Ok((result.all, result.elapsed))
+}
+
+/// S2: S1's readers while every broker churns.
+async fn churn_phase(live: &mut Live, sizes: &Sizes, topology: &Topology, readers: &Readers, round: usize) -> anyhow::Result<S2> {
+    let fleet = live.fleet.as_ref().context("no fleet")?;
+    let probe = topology.topics[0].clone();
+    let clients = load::connect_clients(&live.server.addr, sizes.conns, 64, &probe).await?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let measure_from = Instant::now() + readers.warmup;
+    let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), measure_from, stop_rx, sizes.seed + round as u64);
+    let sampler = RssSampler::start(live.server.pid, Duration::from_millis(100));
+    let result = load::run_readers(&clients, topology.topics.clone(), readers, None, sizes.seed ^ 0x52 ^ round as u64).await;
+    stop_tx.send_replace(true);
+    let regs = churn.await?;
+    live.report.rss_s2_peak_kib = live.report.rss_s2_peak_kib.max(sampler.max_kib());
+    drop(sampler);
+    for c in &clients {
+        c.close().await;
+    }
+    let s2 = S2 { reads: result.all.summary(result.elapsed), registrations: regs.summary(result.elapsed) };
+    live.s2.push((result.all, result.elapsed, regs));
+    Ok(s2)
+}
+
+/// S3: the big broker registers `sizes.big_registrations` times while paced readers run.
+async fn big_phase(
+    live: &mut Live,
+    sizes: &Sizes,
+    topology: &Topology,
+    big_topics: &[Arc<str>],
+    body: &Arc<RegistrationBody>,
+) -> anyhow::Result<S3> {
+    let addr = live.server.addr.clone();
+    let identity = crate::topology::broker_identity("bench-big", "broker-big-0", "127.0.200.1:10911");
+    let mut registrar = Registrar::new(&addr, identity.clone(), body.clone(), Duration::from_secs(120))?;
+    let probe = topology.topics[0].clone();
+    let clients = load::connect_clients(&addr, sizes.s3_conns, 64, &probe).await?;
+    let busy = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers = Readers {
+        depth: 1,
+        warmup: Duration::from_millis(500),
+        measure: Duration::from_secs(600),
+        rate_per_task: Some(sizes.s3_rate / sizes.s3_conns.max(1) as f64),
+        stop: Some(stop.clone()),
+    };
+    let reading = {
+        let (topics, busy) = (topology.topics.clone(), busy.clone());
+        tokio::spawn(async move { load::run_readers(&clients, topics, &readers, Some(busy), 77).await })
+    };
+    // Baseline reads first.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let last = big_topics.last().cloned().context("no big topics")?;
+    let mut s3 = S3 { topics: body.topics(), body_bytes: body.len(), ..S3::default() };
+    let outcome: anyhow::Result<()> = async {
+        for k in 0..sizes.big_registrations {
+            let raised = Raised::new(&busy);
+            let sent = Instant::now();
+            let poller = (k == 0).then(|| {
+                let (addr, last) = (addr.clone(), last.clone());
+                tokio::spawn(async move { first_visible(&addr, &last, sent).await })
+            });
+            let took = registrar.register(true).await.context("big registration")?;
+            drop(raised);
+            if k == 0 {
+                s3.first_apply_ms = ms(took);
+                if let Some(p) = poller {
+                    s3.visible_ms = p.await.ok().flatten().map(ms);
+                }
+            } else {
+                s3.rereg_ms.push(ms(took));
+            }
+            tokio::time::sleep(Duration::from_millis(700)).await;
+        }
+        Ok(())
+    }
+    .await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let result = reading.await?;
+    // Take the big broker out again so later phases see the S1 population only.
+    let admin = Client::new(&addr)?;
+    let _ = admin.unregister_broker(&identity).await;
+    registrar.close().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    outcome?;
+    s3.reads_during = result.flagged.summary(result.elapsed);
+    s3.reads_outside = result.unflagged.summary(result.elapsed);
+    Ok(s3)
+}
+
+/// Polls `topic` until it is readable (at most 120 s); the time since `since`.
+async fn first_visible(addr: &str, topic: &str, since: Instant) -> Option<Duration> {
+    let client = Client::with_config(addr, ClientConfig { request_timeout: Duration::from_secs(10), ..ClientConfig::default() }).ok()?;
+    while since.elapsed() < Duration::from_secs(120) {
+        if client.get_route_body(topic, RouteOptions::default()).await.is_ok() {
+            let t = since.elapsed();
+            client.close().await;
+            return Some(t);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    None
+}
+
+/// S5: many connected clients, some reading (one request in flight each).
+async fn many_clients_phase(live: &mut Live, sizes: &Sizes, topology: &Topology) -> anyhow::Result<S5> {
+    let probe = topology.topics[0].clone();
+    let started = Instant::now();
+    let clients = load::connect_clients(&live.server.addr, sizes.s5_clients, 256, &probe).await?;
+    let connect_secs = started.elapsed().as_secs_f64();
+    let sampler = RssSampler::start(live.server.pid, Duration::from_millis(100));
+    let readers = Readers {
+        depth: 1,
+        warmup: Duration::from_millis(1_000),
+        measure: Duration::from_millis(sizes.s5_measure_ms),
+        rate_per_task: None,
+        stop: None,
+    };
+    let n = sizes.s5_readers.min(clients.len());
+    let result = load::run_readers(&clients[..n], topology.topics.clone(), &readers, None, 55).await;
+    let rss_kib = sampler.max_kib().max(live.server.memory().unwrap_or_default().rss_kib);
+    drop(sampler);
+    for c in &clients {
+        c.close().await;
+    }
+    drop(clients);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(S5 { clients: sizes.s5_clients, readers: n, connect_secs, reads: result.all.summary(result.elapsed), rss_kib })
+}
+
+/// The GET_ROUTEINFO_BY_TOPIC body `addr` answers for `topic`.
+async fn route_body(addr: &str, topic: &str) -> anyhow::Result<Vec<u8>> {
+    let client = Client::new(addr)?;
+    let (_, body) = client.get_route_body(topic, RouteOptions::default()).await?;
+    client.close().await;
+    Ok(body.to_vec())
+}
+
+/// Merges per-round recorders (QPS over the summed measured time).
+fn merged(parts: &[(Recorder, Duration)]) -> Option<Summary> {
+    let mut it = parts.iter();
+    let (first, mut elapsed) = it.next().map(|(r, e)| (r.clone(), *e))?;
+    let mut all = first;
+    for (r, e) in it {
+        all.merge(r);
+        elapsed += *e;
+    }
+    Some(all.summary(elapsed))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// One progress line for a read phase.
+pub fn line(s: &Summary) -> String {
+    format!(
+        "{:>9.0} req/s  p50 {:>7.3} p90 {:>7.3} p99 {:>7.3} p99.9 {:>8.3} max {:>8.3} ms  errors {}",
+        s.qps,
+        s.p50_us as f64 / 1e3,
+        s.p90_us as f64 / 1e3,
+        s.p99_us as f64 / 1e3,
+        s.p999_us as f64 / 1e3,
+        s.max_us as f64 / 1e3,
+        s.errors_text()
+    )
+}

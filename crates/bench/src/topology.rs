@@ -1,0 +1,234 @@
+//! The simulated cluster: N clusters × M brokers × T topics per cluster (every broker of a cluster
+//! serves all of that cluster's topics, like Java's `GetRouteInfoBenchmark`, but with distinct
+//! broker names and addresses), and the broker side of registration: a pre-encoded
+//! REGISTER_BROKER body whose DataVersion is spliced in per send, so a churning broker costs the
+//! load generator a copy and a CRC, not a JSON encoding of its whole table.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use client::{BrokerIdentity, Client, ClientConfig, RegisterBroker};
+use remoting::body::{self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use remoting::RemotingCommand;
+
+/// The shape of the simulated cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shape {
+    pub clusters: usize,
+    pub brokers_per_cluster: usize,
+    pub topics_per_cluster: usize,
+}
+
+/// Topic names and broker identities of a [`Shape`], deterministic for a seed.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    pub shape: Shape,
+    /// All topics; cluster `c` owns `topics[c*T .. (c+1)*T]`.
+    pub topics: Arc<Vec<Arc<str>>>,
+}
+
+impl Topology {
+    /// Topic names are 32 random letters plus the index (as in Java's benchmark), from `seed`.
+    pub fn new(shape: Shape, seed: u64) -> Self {
+        let n = shape.clusters * shape.topics_per_cluster;
+        let topics = random_names(seed, n, "");
+        Self { shape, topics: Arc::new(topics) }
+    }
+
+    /// The topics of cluster `c`.
+    pub fn cluster_topics(&self, c: usize) -> &[Arc<str>] {
+        let t = self.shape.topics_per_cluster;
+        &self.topics[c * t..(c + 1) * t]
+    }
+
+    /// Broker `i` of cluster `c`: `bench-c{c}` / `broker-c{c}-{i}` at `127.0.{c+1}.{i+1}:10911`
+    /// (strings only; nothing connects to them).
+    pub fn broker(&self, c: usize, i: usize) -> BrokerIdentity {
+        broker_identity(&format!("bench-c{c}"), &format!("broker-c{c}-{i}"), &format!("127.0.{}.{}:10911", c + 1, i + 1))
+    }
+
+    /// Every broker, cluster by cluster, with its cluster index.
+    pub fn brokers(&self) -> Vec<(usize, BrokerIdentity)> {
+        (0..self.shape.clusters)
+            .flat_map(|c| (0..self.shape.brokers_per_cluster).map(move |i| (c, i)))
+            .map(|(c, i)| (c, self.broker(c, i)))
+            .collect()
+    }
+}
+
+/// `n` names of 32 random letters followed by `prefix` and the index.
+pub fn random_names(seed: u64, n: usize, prefix: &str) -> Vec<Arc<str>> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|i| {
+            let mut s: String = (0..32).map(|_| rng.alphabetic()).collect();
+            s.push_str(prefix);
+            s.push_str(&i.to_string());
+            Arc::from(s)
+        })
+        .collect()
+}
+
+/// A master identity as a Java 5.x broker sends it (`enableActingMaster=false`).
+pub fn broker_identity(cluster: &str, name: &str, addr: &str) -> BrokerIdentity {
+    BrokerIdentity::master(cluster, name, addr)
+}
+
+/// A RegisterBrokerBody in its JSON form, split around its DataVersion.
+#[derive(Debug, Clone)]
+pub struct RegistrationBody {
+    prefix: Bytes,
+    suffix: Bytes,
+    topics: usize,
+}
+
+/// DataVersion values that cannot occur elsewhere in a body, to find where it sits.
+const MARK: DataVersion = DataVersion { counter: 918_273_645_546_372, state_version: 7, timestamp: 192_837_465_564_738 };
+
+impl RegistrationBody {
+    /// The body of a broker serving `topics` (8 read / 8 write queues, perm 6, like Java's
+    /// benchmark), as `BrokerOuterAPI#registerBrokerAll` encodes it (uncompressed JSON).
+    pub fn new(topics: &[Arc<str>]) -> Self {
+        let table = topics
+            .iter()
+            .map(|t| {
+                let cfg = TopicConfig {
+                    read_queue_nums: 8,
+                    write_queue_nums: 8,
+                    perm: body::perm::READ | body::perm::WRITE,
+                    ..TopicConfig::named(t.as_ref())
+                };
+                (t.to_string(), cfg)
+            })
+            .collect();
+        let body = RegisterBrokerBody {
+            filter_server_list: Some(Vec::new()),
+            topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+                data_version: MARK,
+                topic_config_table: table,
+                ..Default::default()
+            },
+        };
+        let json = body::to_legacy_json(&body);
+        let mark = body::to_legacy_json(&MARK);
+        let at = find(&json, &mark).expect("the DataVersion of an encoded RegisterBrokerBody is in it");
+        Self {
+            prefix: Bytes::copy_from_slice(&json[..at]),
+            suffix: Bytes::copy_from_slice(&json[at + mark.len()..]),
+            topics: topics.len(),
+        }
+    }
+
+    /// The body with `version` in place.
+    pub fn with_version(&self, version: &DataVersion) -> Bytes {
+        let dv = body::to_legacy_json(version);
+        let mut out = BytesMut::with_capacity(self.prefix.len() + dv.len() + self.suffix.len());
+        out.put_slice(&self.prefix);
+        out.put_slice(&dv);
+        out.put_slice(&self.suffix);
+        out.freeze()
+    }
+
+    /// Number of topics in the table.
+    pub fn topics(&self) -> usize {
+        self.topics
+    }
+
+    /// Encoded size in bytes (without the DataVersion).
+    pub fn len(&self) -> usize {
+        self.prefix.len() + self.suffix.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// One simulated broker: its own client connection to one nameserver, its identity, its
+/// pre-encoded table and its DataVersion.
+pub struct Registrar {
+    client: Client,
+    header: RemotingCommand,
+    body: Arc<RegistrationBody>,
+    version: DataVersion,
+    timeout: Duration,
+}
+
+impl Registrar {
+    /// A broker `identity` serving `body`, registering with `addr` over its own connection
+    /// (made on the first registration). `timeout` bounds one registration (Java: 24 s).
+    pub fn new(addr: &str, identity: BrokerIdentity, body: Arc<RegistrationBody>, timeout: Duration) -> anyhow::Result<Self> {
+        let config = ClientConfig { request_timeout: timeout, ..ClientConfig::default() };
+        let client = Client::with_config(addr, config)?;
+        let empty = RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };
+        let header = client.register_broker_command(&empty);
+        let version = DataVersion { counter: 1, state_version: 0, timestamp: now_millis() };
+        Ok(Self { client, header, body, version, timeout })
+    }
+
+    /// Registers the table; with `bump`, first moves the DataVersion on (Java
+    /// `DataVersion#nextVersion`) so the nameserver re-applies every topic. Returns the latency.
+    pub async fn register(&mut self, bump: bool) -> Result<Duration, client::Error> {
+        if bump {
+            self.version.counter += 1;
+            self.version.timestamp = now_millis().max(self.version.timestamp);
+        }
+        let body = self.body.with_version(&self.version);
+        let mut cmd = self.header.clone();
+        if let Some(ext) = cmd.ext_fields.as_mut() {
+            ext.insert("bodyCrc32", body::body_crc32(&body).to_string());
+        }
+        cmd.body = Some(body);
+        let start = Instant::now();
+        self.client.send_register_broker_timeout(cmd, self.timeout).await?;
+        Ok(start.elapsed())
+    }
+
+    /// Closes the broker's connection.
+    pub async fn close(&self) {
+        self.client.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spliced_body_decodes_with_the_new_version_and_every_topic() {
+        let topics = random_names(1, 50, "t");
+        let rb = RegistrationBody::new(&topics);
+        let v = DataVersion { counter: 42, state_version: 0, timestamp: 1_700_000_000_000 };
+        let bytes = rb.with_version(&v);
+        let decoded: RegisterBrokerBody = body::from_json(&bytes).expect("valid JSON body");
+        let w = decoded.topic_config_serialize_wrapper;
+        assert_eq!(w.data_version, v);
+        assert_eq!(w.topic_config_table.len(), 50);
+        let cfg = &w.topic_config_table[topics[7].as_ref()];
+        assert_eq!((cfg.read_queue_nums, cfg.write_queue_nums, cfg.perm), (8, 8, 6));
+        assert_eq!(cfg.topic_name.as_deref(), Some(topics[7].as_ref()));
+    }
+
+    #[test]
+    fn brokers_and_topics_are_distinct() {
+        let t = Topology::new(Shape { clusters: 3, brokers_per_cluster: 4, topics_per_cluster: 10 }, 9);
+        let brokers = t.brokers();
+        assert_eq!(brokers.len(), 12);
+        let names: std::collections::HashSet<_> = brokers.iter().map(|(_, b)| b.broker_name.clone()).collect();
+        let addrs: std::collections::HashSet<_> = brokers.iter().map(|(_, b)| b.broker_addr.clone()).collect();
+        assert_eq!((names.len(), addrs.len()), (12, 12));
+        let topics: std::collections::HashSet<_> = t.topics.iter().cloned().collect();
+        assert_eq!(topics.len(), 30);
+        assert_eq!(t.cluster_topics(2).len(), 10);
+        assert_eq!(Topology::new(t.shape, 9).topics, t.topics, "deterministic for a seed");
+    }
+}
