@@ -70,7 +70,8 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
         let _ = tokio::time::timeout(window, serve_window).await;
     }
     drop(listener);
-    state.set_shutting_down();
+    // No GO_AWAY while draining unless the graceful window asked for it (Java sets
+    // `isShuttingDown` only with enableShutdownGracefully): what was received is answered.
     trigger.trigger();
     let drained =
         tokio::time::timeout(DRAIN_LIMIT, async { while conns.join_next().await.is_some() {} })

@@ -167,10 +167,14 @@ impl State {
         tcp: TcpStream,
         peer: SocketAddr,
     ) -> Result<(BoxedStream, SocketAddr), TransportError> {
-        // A silent connection is idle too: never wait longer than the idle timeout (Java's
-        // IdleStateHandler covers the connection from its first moment).
-        let limit = HANDSHAKE_TIMEOUT.min(self.idle_timeout());
-        let negotiated = transport::negotiate(tcp, peer, &self.tls, limit).await?;
+        // Until its first byte a connection is merely idle: Java bounds it only by the idle
+        // timeout (IdleStateHandler), so the handshake limit starts with the first byte.
+        let idle = self.idle_timeout();
+        match tokio::time::timeout(idle, tcp.peek(&mut [0u8; 1])).await {
+            Ok(peeked) => drop(peeked?),
+            Err(_) => return Err(TransportError::Timeout(idle)),
+        }
+        let negotiated = transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await?;
         Ok((negotiated.stream, negotiated.peer))
     }
 }

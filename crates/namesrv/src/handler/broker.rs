@@ -20,7 +20,8 @@ use tracing::{info, warn};
 use super::{success, success_json};
 use crate::dispatch::{HandlerError, HandlerResult};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::route::{RegisterBroker, UnregisterRequest};
+use crate::config::Config;
+use crate::route::{RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest};
 use crate::state::{ConnCtx, State};
 
 /// A handler-level REGISTER_BROKER failure: code 1, and `"extFields":{}` like Java's.
@@ -83,6 +84,25 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
         return Ok(register_failed("crc32 not match"));
     }
+    let config = state.config.load();
+    let delete_topics = config.delete_topic_with_broker_registration;
+    let zone_name = request.ext(ZONE_NAME);
+    let digest = registration_digest(request, &header, zone_name, delete_topics);
+    if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
+        (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
+    {
+        let key = UnchangedRegistration {
+            cluster,
+            broker_addr,
+            broker_name,
+            broker_id,
+            request_digest: digest,
+            conn: conn.id,
+        };
+        if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms()) {
+            return Ok(register_response(state, &config, outcome));
+        }
+    }
     let body = register_body(request, header.compressed.unwrap_or(false))?;
     let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
@@ -91,31 +111,32 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
             "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
         ));
     };
-    let config = state.config.load();
     let registration = RegisterBroker {
         cluster,
         broker_addr,
         broker_name,
         broker_id,
         ha_server_addr: header.ha_server_addr.unwrap_or_default(),
-        zone_name: request.ext(ZONE_NAME).map(str::to_owned),
+        zone_name: zone_name.map(str::to_owned),
         heartbeat_timeout_millis: header.heartbeat_timeout_millis,
         enable_acting_master: header.enable_acting_master,
         topic_config: body.topic_config_serialize_wrapper,
         filter_server_list: body.filter_server_list,
         conn: conn.id,
+        request_digest: Some(digest),
     };
-    let outcome = match state.routes.register_broker(
-        registration,
-        state.now_ms(),
-        config.delete_topic_with_broker_registration,
-    ) {
-        Ok(outcome) => outcome,
+    match state.routes.register_broker(registration, state.now_ms(), delete_topics) {
+        Ok(outcome) => Ok(register_response(state, &config, outcome)),
         Err(e) => {
             info!(error = %e, "register broker failed");
-            return Ok(register_failed("register broker failed"));
+            Ok(register_failed("register broker failed"))
         }
-    };
+    }
+}
+
+/// SUCCESS with the master's addresses for a slave (`extFields:{}` for a master) and, when
+/// `returnOrderTopicConfigToBroker`, the ORDER_TOPIC_CONFIG namespace as a KVTable body.
+fn register_response(state: &State, config: &Config, outcome: RegisterOutcome) -> RemotingCommand {
     let mut response = success().with_header(&RegisterBrokerResponseHeader {
         ha_server_addr: outcome.ha_server_addr,
         master_addr: outcome.master_addr,
@@ -125,7 +146,49 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
             response = response.with_body(remoting::body::to_legacy_json(&KvTable { table }));
         }
     }
-    Ok(response)
+    response
+}
+
+/// A digest of everything in a REGISTER_BROKER request that the route tables depend on: the
+/// body bytes, every header field, the zone, the version gates of the body format and the
+/// `deleteTopicWithBrokerRegistration` flag. Equal digests mean equal registrations.
+fn registration_digest(
+    request: &RemotingCommand,
+    header: &RegisterBrokerRequestHeader,
+    zone_name: Option<&str>,
+    delete_topics: bool,
+) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let text = |h: &mut xxhash_rust::xxh3::Xxh3, v: Option<&str>| {
+        match v {
+            Some(v) => {
+                h.update(&[1]);
+                h.update(&(v.len() as u64).to_le_bytes());
+                h.update(v.as_bytes());
+            }
+            None => h.update(&[0]),
+        };
+    };
+    text(&mut hasher, header.cluster_name.as_deref());
+    text(&mut hasher, header.broker_addr.as_deref());
+    text(&mut hasher, header.broker_name.as_deref());
+    text(&mut hasher, header.ha_server_addr.as_deref());
+    text(&mut hasher, zone_name);
+    let numbers = [
+        header.broker_id.unwrap_or(i64::MIN),
+        header.heartbeat_timeout_millis.unwrap_or(i64::MIN),
+        header.enable_acting_master.map_or(2, i64::from),
+        i64::from(header.compressed.unwrap_or(false)),
+        i64::from(request.version < version::V3_0_11),
+        i64::from(request.version < version::V5_0_0),
+        i64::from(delete_topics),
+        i64::from(request.body.is_some()),
+    ];
+    for n in numbers {
+        hasher.update(&n.to_le_bytes());
+    }
+    hasher.update(request.body_bytes());
+    hasher.digest()
 }
 
 /// 104: queue the unregistration; it is applied by the batch task. Queue full → code 1, no remark.

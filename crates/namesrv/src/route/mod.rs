@@ -73,6 +73,21 @@ pub struct RegisterBroker {
     pub filter_server_list: Option<Vec<String>>,
     /// The connection the request came on.
     pub conn: ConnId,
+    /// A digest of everything in the request that affects the tables (body bytes and header
+    /// fields), when the server computed one: an identical later request may then take
+    /// [`RouteTable::refresh_unchanged`].
+    pub request_digest: Option<u64>,
+}
+
+/// The identity of a re-registration that may skip the full algorithm.
+#[derive(Debug, Clone, Copy)]
+pub struct UnchangedRegistration<'a> {
+    pub cluster: &'a str,
+    pub broker_addr: &'a str,
+    pub broker_name: &'a str,
+    pub broker_id: i64,
+    pub request_digest: u64,
+    pub conn: ConnId,
 }
 
 /// What a successful registration tells the server.

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use remoting::body::{perm, QueueData};
 use tracing::{info, warn};
 
-use super::table::{Group, Live, QueueSpec, RouteTable};
+use super::table::{Group, Live, QueueSpec, RouteTable, UnchangedStamp};
 use super::{
-    MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, DEFAULT_HEARTBEAT_TIMEOUT_MS,
+    UnchangedRegistration, MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, DEFAULT_HEARTBEAT_TIMEOUT_MS,
 };
 
 /// Java `MixAll.MASTER_ID`.
@@ -46,6 +46,7 @@ impl RouteTable {
             topic_config: wrapper,
             filter_server_list,
             conn,
+            request_digest,
         } = req;
 
         // 1. Cluster membership.
@@ -53,7 +54,9 @@ impl RouteTable {
         let before = self.groups.get(broker_name.as_str()).cloned();
         let name: Arc<str> =
             before.as_ref().map_or_else(|| Arc::from(broker_name.as_str()), |g| g.name.clone());
-        self.clusters.entry(cluster.clone()).or_default().insert(name.clone());
+        if self.clusters.entry(cluster.clone()).or_default().insert(name.clone()) {
+            self.topics_gen += 1;
+        }
 
         // 2. The group (created empty; its cluster is fixed from now on).
         let mut register_first = before.is_none();
@@ -169,11 +172,23 @@ impl RouteTable {
                     }
                     map.insert(bname.to_owned(), info.clone());
                     self.mappings.insert(Arc::from(topic.as_str()), Arc::new(map));
+                    self.topics_gen += 1;
                     if let Some((key, entry)) = self.topics.get_key_value(topic) {
                         let (key, entry) = (key.clone(), entry.refreshed());
                         self.set_topic(key, Some(entry));
                     }
                 }
+            }
+        }
+
+        // 12. Filter servers (before the live entry, so its stamp sees the final generations;
+        // the two steps touch different tables).
+        if let Some(list) = filter_server_list {
+            if list.is_empty() {
+                self.remove_filter(&cluster, &addr);
+            } else if self.filters.get(&cluster, &addr).is_none_or(|old| **old != *list) {
+                self.filters.insert(&cluster, &addr, Arc::from(list));
+                self.broker_gen += 1;
             }
         }
 
@@ -186,32 +201,19 @@ impl RouteTable {
             conn,
             ha_server_addr: ha_server_addr.clone(),
             generation,
+            unchanged_stamp: request_digest.map(|request_digest| UnchangedStamp {
+                request_digest,
+                broker_gen: self.broker_gen,
+                topics_gen: self.topics_gen,
+            }),
         };
         if self.live.insert(&cluster, &addr, Arc::new(live)).is_none() {
             info!(cluster = %cluster, broker = %addr, ha = %ha_server_addr, "new broker registered");
         }
 
-        // 12. Filter servers.
-        if let Some(list) = filter_server_list {
-            if list.is_empty() {
-                self.remove_filter(&cluster, &addr);
-            } else if self.filters.get(&cluster, &addr).is_none_or(|old| **old != *list) {
-                self.filters.insert(&cluster, &addr, Arc::from(list));
-                self.broker_gen += 1;
-            }
-        }
-
         // 13. A slave learns its live master.
-        let mut outcome = RegisterOutcome::default();
+        let mut outcome = self.master_of(&cluster, &name, broker_id);
         let group = self.groups.get(&name).cloned();
-        if broker_id != MASTER_ID {
-            if let Some(master) = group.as_ref().and_then(|g| g.addrs.get(&MASTER_ID)) {
-                if let Some(master_live) = self.live.get(&cluster, master) {
-                    outcome.master_addr = Some(master.to_string());
-                    outcome.ha_server_addr = Some(master_live.ha_server_addr.clone());
-                }
-            }
-        }
 
         // 14. What Java would notify (no acting-master check on this path).
         if min_id_changed {
@@ -219,6 +221,63 @@ impl RouteTable {
                 group.and_then(|g| MinBrokerIdChange::for_group(&g, None, Some(ha_server_addr)));
         }
         Ok(outcome)
+    }
+
+    /// Whether [`RouteTable::refresh_unchanged`] would apply (a read-only pre-check).
+    pub(super) fn may_refresh_unchanged(&self, key: &UnchangedRegistration<'_>) -> bool {
+        self.live.get(key.cluster, key.broker_addr).and_then(|live| live.unchanged_stamp).is_some_and(
+            |stamp| {
+                stamp.request_digest == key.request_digest
+                    && stamp.broker_gen == self.broker_gen
+                    && stamp.topics_gen == self.topics_gen
+            },
+        )
+    }
+
+    /// A re-registration identical to this address's last one (same request digest), while no
+    /// topic, mapping, cluster, group or filter changed since: Java's full algorithm would change
+    /// nothing but the live entry, so only that is refreshed (new timestamp, connection and
+    /// generation). `None` when the shortcut does not apply; the caller then registers fully.
+    pub fn refresh_unchanged(
+        &mut self,
+        key: &UnchangedRegistration<'_>,
+        now_ms: u64,
+    ) -> Option<RegisterOutcome> {
+        let live = self.live.get(key.cluster, key.broker_addr)?;
+        let stamp = live.unchanged_stamp?;
+        if stamp.request_digest != key.request_digest
+            || stamp.broker_gen != self.broker_gen
+            || stamp.topics_gen != self.topics_gen
+        {
+            return None;
+        }
+        let refreshed = Live {
+            last_update_ms: AtomicU64::new(now_ms),
+            timeout_ms: live.timeout_ms,
+            data_version: live.data_version,
+            conn: key.conn,
+            ha_server_addr: live.ha_server_addr.clone(),
+            generation: self.next_generation(),
+            unchanged_stamp: Some(stamp),
+        };
+        let cluster = self.cluster_key(key.cluster);
+        let addr: Arc<str> = Arc::from(key.broker_addr);
+        self.live.insert(&cluster, &addr, Arc::new(refreshed));
+        Some(self.master_of(key.cluster, key.broker_name, key.broker_id))
+    }
+
+    /// Step 13: a non-master learns its group's live master and the master's HA address.
+    fn master_of(&self, cluster: &str, broker_name: &str, broker_id: i64) -> RegisterOutcome {
+        let mut outcome = RegisterOutcome::default();
+        if broker_id != MASTER_ID {
+            if let Some(master) = self.groups.get(broker_name).and_then(|g| g.addrs.get(&MASTER_ID)) {
+                if let Some(master_live) = self.live.get(cluster, master) {
+                    outcome.master_addr = Some(master.to_string());
+                    outcome.ha_server_addr = Some(master_live.ha_server_addr.clone());
+                }
+            }
+        }
+        outcome
     }
 
     /// Adds or replaces queues of a topic from an admin request. A new topic is stored only if

@@ -35,7 +35,8 @@ use remoting::body::{
 use super::query::UnitKind;
 use super::table::RouteTable;
 use super::{
-    ConnId, MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, UnregisterRequest,
+    ConnId, MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome,
+    UnchangedRegistration, UnregisterRequest,
 };
 
 /// The JSON form of a GET_ROUTEINFO_BY_TOPIC body.
@@ -93,6 +94,20 @@ impl Routes {
         delete_topic_with_registration: bool,
     ) -> Result<RegisterOutcome, RegisterError> {
         self.write(|t| t.register_broker(req, now_ms, delete_topic_with_registration))
+    }
+
+    /// An identical re-registration, applied by refreshing the live entry only; `None` when the
+    /// full algorithm must run. See [`RouteTable::refresh_unchanged`].
+    pub fn refresh_unchanged(
+        &self,
+        key: &UnchangedRegistration<'_>,
+        now_ms: u64,
+    ) -> Option<RegisterOutcome> {
+        // Checked on the current snapshot first, so a miss costs no copy of the table.
+        if !self.current.load().may_refresh_unchanged(key) {
+            return None;
+        }
+        self.write(|t| t.refresh_unchanged(key, now_ms))
     }
 
     /// Applies a batch from the unregistration queue. See [`RouteTable::unregister_batch`].

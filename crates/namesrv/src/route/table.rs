@@ -143,6 +143,17 @@ pub(super) struct Live {
     pub ha_server_addr: String,
     /// Unique per registration (the fence of expiry / close unregistrations).
     pub generation: u64,
+    /// Set when the registration was fully applied: lets an identical re-registration skip the
+    /// work while nothing else changed the tables ([`RouteTable::refresh_unchanged`]).
+    pub unchanged_stamp: Option<UnchangedStamp>,
+}
+
+/// The digest of a registration request and the table generations right after it was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct UnchangedStamp {
+    pub request_digest: u64,
+    pub broker_gen: u64,
+    pub topics_gen: u64,
 }
 
 impl Live {
@@ -226,6 +237,8 @@ pub struct RouteTable {
     /// Bumped whenever a group or a filter-server entry changes: cached route bodies built at an
     /// older value are stale.
     pub(super) broker_gen: u64,
+    /// Bumped whenever a topic entry, a static-topic mapping or a cluster's member set changes.
+    pub(super) topics_gen: u64,
 }
 
 impl fmt::Debug for RouteTable {
@@ -294,6 +307,7 @@ impl RouteTable {
 
     /// Replaces a topic's entry (`None` removes the topic).
     pub(super) fn set_topic(&mut self, topic: Arc<str>, entry: Option<TopicEntry>) {
+        self.topics_gen += 1;
         match entry {
             Some(entry) => {
                 self.topics.insert(topic, Arc::new(entry));

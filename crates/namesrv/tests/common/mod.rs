@@ -104,6 +104,9 @@ pub struct Conn {
 impl Conn {
     pub async fn connect(addr: SocketAddr) -> Self {
         let tcp = TcpStream::connect(addr).await.expect("connect");
+        // Like Java clients. Without it, Nagle holds a frame that follows an unanswered (oneway)
+        // one until a delayed ACK, and paused-time tests race past that real-time wait.
+        tcp.set_nodelay(true).expect("TCP_NODELAY");
         Self { framed: Framed::new(tcp, RemotingCodec::new()), next_opaque: 1 }
     }
 
@@ -159,6 +162,7 @@ pub struct RawConn {
 impl RawConn {
     pub async fn connect(addr: SocketAddr) -> Self {
         let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
         Self {
             stream,
             next_opaque: 1,

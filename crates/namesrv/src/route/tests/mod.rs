@@ -5,6 +5,7 @@ mod cache;
 mod live;
 mod query;
 mod register;
+mod unchanged;
 mod unregister;
 
 use remoting::body::{
@@ -138,6 +139,7 @@ impl Broker {
             },
             filter_server_list: self.filters.clone(),
             conn: self.conn,
+            request_digest: None,
         }
     }
 

@@ -1,0 +1,308 @@
+//! Shutdown end to end: the GO_AWAY window of `enableShutdownGracefully` (in process), and the
+//! real `mqnamesrv` binary — SIGTERM answers everything already received and exits 0, `-p`, a bad
+//! config value, and KV durability across a SIGKILL and restart.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{decode, header_json, request, Broker, RawConn, TestServer};
+use remoting::{RemotingCommand, RequestCode};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long the binary may take to start, or to exit after a signal.
+const PROCESS_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn versioned(mut cmd: RemotingCommand, version: i32) -> RemotingCommand {
+    cmd.version = version;
+    cmd
+}
+
+fn go_away_header(opaque: i32) -> String {
+    format!(
+        r#"{{"code":1500,"flag":1,"language":"JAVA","opaque":{opaque},"remark":"please go away","serializeTypeCurrentRPC":"JSON","version":479}}"#
+    )
+}
+
+#[tokio::test]
+async fn graceful_window_sends_go_away_to_new_clients_and_serves_old_ones() {
+    let mut server = TestServer::start_with(|c| {
+        c.enable_shutdown_gracefully = true;
+        c.shutdown_wait_time_seconds = 30;
+    })
+    .await;
+    let mut before = server.connect_raw().await;
+    let kv_get = request(RequestCode::GetKvConfig, &[("namespace", "ns"), ("key", "k")], None);
+    // Served normally before the shutdown starts.
+    let frame = before.call(versioned(kv_get.clone(), 479)).await;
+    assert_eq!(decode(&frame).code, 22);
+
+    server.trigger_stop();
+    // Poll (bounded) until the window has begun.
+    let mut opaque = 1;
+    let began = loop {
+        opaque += 1;
+        let mut probe = versioned(request(RequestCode::GetBrokerClusterInfo, &[], None), 476);
+        probe.opaque = opaque;
+        let frame = before.call_as_is(&probe).await;
+        if decode(&frame).code == 1500 {
+            break frame;
+        }
+        assert!(opaque < 500, "the graceful window never began");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(header_json(&began), go_away_header(opaque));
+
+    // A handler with a header class still gets a framework-built GO_AWAY: no extFields (B1).
+    let mut register = versioned(
+        Broker::new("C", "broker-a", "10.0.0.1:10911", 0).register(&["T", "U"]),
+        479,
+    );
+    register.opaque = 900;
+    assert_eq!(header_json(&before.call_as_is(&register).await), go_away_header(900));
+
+    // Version ≤ 475 (V5_3_1) is still served, on an old and on a new connection.
+    let mut old = versioned(kv_get.clone(), 475);
+    old.opaque = 901;
+    let frame = before.call_as_is(&old).await;
+    assert_eq!(
+        header_json(&frame),
+        r#"{"code":22,"extFields":{},"flag":1,"language":"JAVA","opaque":901,"remark":"No config item, Namespace: ns Key: k","serializeTypeCurrentRPC":"JSON","version":479}"#
+    );
+    let mut during = server.connect_raw().await;
+    let frame = during.call(versioned(kv_get.clone(), 317)).await;
+    assert_eq!(decode(&frame).code, 22);
+    let frame = during.call(versioned(kv_get.clone(), 479)).await;
+    assert_eq!(header_json(&frame), go_away_header(2));
+
+    // A oneway request gets nothing, not even GO_AWAY.
+    let mut oneway = versioned(kv_get, 479);
+    oneway.set_oneway(true);
+    oneway.opaque = 77;
+    during.send(&oneway).await;
+    let frame = during
+        .call(versioned(request(RequestCode::GetBrokerClusterInfo, &[], None), 121))
+        .await;
+    let resp = decode(&frame);
+    assert_eq!((resp.opaque, resp.code), (3, 0));
+}
+
+#[tokio::test]
+async fn without_graceful_shutdown_the_server_stops_promptly() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    assert_eq!(
+        conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await.code,
+        0
+    );
+    drop(conn);
+    // `stop` bounds the wait itself.
+    let _dir = server.stop().await;
+}
+
+// ---- The real binary ----
+
+/// A running `mqnamesrv` child and the address it printed.
+struct Namesrv {
+    child: Child,
+    addr: SocketAddr,
+}
+
+fn write_config(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("namesrv.properties");
+    let kv = dir.join("kvConfig.json");
+    let text = format!(
+        "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n{extra}",
+        kv.to_string_lossy()
+    );
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// Starts the binary with `-c config` and waits for its boot line.
+async fn spawn_namesrv(config: &Path) -> Namesrv {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+        .arg("-c")
+        .arg(config)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mqnamesrv");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let boot = tokio::time::timeout(PROCESS_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await.expect("read stdout") {
+            if let Some(addr) =
+                line.strip_prefix("The Name Server boot success. serializeType=JSON, address ")
+            {
+                return addr.parse::<SocketAddr>().expect("address in boot line");
+            }
+        }
+        panic!("mqnamesrv exited before its boot line");
+    })
+    .await
+    .expect("boot line in time");
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Namesrv { child, addr: boot }
+}
+
+fn send_signal(child: &Child, signal: &str) {
+    let pid = child.id().expect("child still running");
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+async fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    tokio::time::timeout(PROCESS_TIMEOUT, child.wait())
+        .await
+        .expect("exits in time")
+        .expect("wait")
+}
+
+#[tokio::test]
+async fn sigterm_answers_every_pipelined_request_and_exits_zero() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let mut ns = spawn_namesrv(&config).await;
+
+    let mut broker = common::Conn::connect(ns.addr).await;
+    broker
+        .register(&Broker::new("C", "broker-a", "10.0.0.1:10911", 0), &["T", "U"])
+        .await;
+
+    let mut raw = RawConn::connect(ns.addr).await;
+    const N: i32 = 300;
+    let mut batch = Vec::new();
+    for opaque in 1..=N {
+        let mut cmd = match opaque % 10 {
+            0 => request(
+                RequestCode::PutKvConfig,
+                &[("namespace", "ns"), ("key", &format!("k{opaque}")), ("value", "v")],
+                None,
+            ),
+            1 | 4 | 7 => request(RequestCode::GetRouteinfoByTopic, &[("topic", "T")], None),
+            2 | 5 | 8 => request(RequestCode::GetBrokerClusterInfo, &[], None),
+            _ => request(RequestCode::GetKvConfig, &[("namespace", "ns"), ("key", "nope")], None),
+        };
+        cmd.opaque = opaque;
+        batch.extend_from_slice(&remoting::frame::encode_to_bytes(&cmd).expect("encode"));
+    }
+    raw.write(&batch).await;
+    let first = decode(&raw.read_frame().await.expect("first answer"));
+    assert_eq!(first.opaque, 1);
+
+    send_signal(&ns.child, "TERM");
+    for opaque in 2..=N {
+        let frame = raw.read_frame().await.unwrap_or_else(|| panic!("answer {opaque}"));
+        let resp = decode(&frame);
+        assert_eq!(resp.opaque, opaque);
+        let expected = match opaque % 10 {
+            0 | 1 | 4 | 7 | 2 | 5 | 8 => 0,
+            _ => 22,
+        };
+        assert_eq!(resp.code, expected, "opaque {opaque}: {:?}", resp.remark);
+    }
+    let status = wait_exit(&mut ns.child).await;
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(raw.read_frame().await.is_none(), "connection closed at exit");
+
+    // Every acknowledged PUT is in the file.
+    let kv = std::fs::read_to_string(dir.path().join("kvConfig.json")).expect("kv file");
+    for opaque in (10..=N).step_by(10) {
+        assert!(kv.contains(&format!("\"k{opaque}\":\"v\"")), "k{opaque} in {kv}");
+    }
+}
+
+#[tokio::test]
+async fn print_config_item_prints_listen_port_and_exits_zero() {
+    let output = tokio::time::timeout(
+        PROCESS_TIMEOUT,
+        Command::new(env!("CARGO_BIN_EXE_mqnamesrv")).arg("-p").kill_on_drop(true).output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("run mqnamesrv -p");
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.lines().any(|l| l == "listenPort=9876"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "enableTopicList=true"), "{stdout}");
+}
+
+#[tokio::test]
+async fn bad_value_in_config_file_exits_non_zero_naming_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (text, key) in [
+        ("listenPort=abc\n", "listenPort"),
+        ("scanNotActiveBrokerInterval=0\n", "scanNotActiveBrokerInterval"),
+        ("enableTopicList=maybe\n", "enableTopicList"),
+    ] {
+        let path = dir.path().join("bad.properties");
+        std::fs::write(&path, text).expect("write config");
+        let output = tokio::time::timeout(
+            PROCESS_TIMEOUT,
+            Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+                .arg("-c")
+                .arg(&path)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("exits in time")
+        .expect("run mqnamesrv");
+        assert!(!output.status.success(), "{text:?}: {:?}", output.status);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(key), "{text:?}: stderr names {key}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn acknowledged_kv_puts_survive_sigkill_and_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let mut ns = spawn_namesrv(&config).await;
+    let mut conn = common::Conn::connect(ns.addr).await;
+    const KEYS: usize = 40;
+    for i in 0..KEYS {
+        conn.put_kv("DURABLE", &format!("key{i}"), &format!("value{i}")).await;
+    }
+    // One more PUT in flight when the process dies: it may or may not be there.
+    let mut pending = request(
+        RequestCode::PutKvConfig,
+        &[("namespace", "DURABLE"), ("key", "maybe"), ("value", "x")],
+        None,
+    );
+    pending.opaque = 9999;
+    conn.send(pending).await;
+    ns.child.start_kill().expect("SIGKILL");
+    let status = wait_exit(&mut ns.child).await;
+    assert!(!status.success(), "killed: {status:?}");
+
+    let mut ns = spawn_namesrv(&config).await;
+    let mut conn = common::Conn::connect(ns.addr).await;
+    for i in 0..KEYS {
+        let resp = conn
+            .call(request(
+                RequestCode::GetKvConfig,
+                &[("namespace", "DURABLE"), ("key", &format!("key{i}"))],
+                None,
+            ))
+            .await;
+        assert_eq!(resp.code, 0, "key{i} after restart");
+        let expected = format!("value{i}");
+        assert_eq!(resp.ext("value"), Some(expected.as_str()));
+    }
+    send_signal(&ns.child, "TERM");
+    assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+}
