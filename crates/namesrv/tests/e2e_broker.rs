@@ -28,9 +28,7 @@ fn with_opaque(mut cmd: RemotingCommand, opaque: i32) -> RemotingCommand {
 async fn master_registration_answers_empty_ext_fields_and_no_body() {
     let server = TestServer::start().await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call_as_is(&with_opaque(master().register(&["TopicTest", "Other"]), 5))
-        .await;
+    let frame = raw.call_as_is(&with_opaque(master().register(&["TopicTest", "Other"]), 5)).await;
     // errata C "REGISTER_BROKER, master", 110 bytes; no ORDER_TOPIC_CONFIG namespace ⇒ no body.
     assert_eq!(
         header_json(&frame),
@@ -48,9 +46,7 @@ async fn master_registration_header_is_binary_when_serialize_type_is_rocketmq() 
     })
     .await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call_as_is(&with_opaque(master().register(&["TopicTest", "Other"]), 5))
-        .await;
+    let frame = raw.call_as_is(&with_opaque(master().register(&["TopicTest", "Other"]), 5)).await;
     // errata C, ROCKETMQ-binary variant: the empty ext map is written as length 0.
     let expected: [u8; 29] = [
         0x00, 0x00, 0x00, 0x19, 0x01, 0x00, 0x00, 0x15, // frame prefix and header info
@@ -70,9 +66,7 @@ async fn slave_registration_returns_master_addr_and_masters_ha_addr() {
     let mut conn = server.connect().await;
     conn.register(&master(), &["TopicTest", "Other"]).await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call_as_is(&with_opaque(slave().register(&["TopicTest", "Other"]), 5))
-        .await;
+    let frame = raw.call_as_is(&with_opaque(slave().register(&["TopicTest", "Other"]), 5)).await;
     // errata C "REGISTER_BROKER, slave with live master", 179 bytes, JDK HashMap order.
     assert_eq!(
         header_json(&frame),
@@ -144,9 +138,7 @@ async fn matching_crc32_is_accepted() {
 async fn single_topic_registration_before_full_one_fails_but_keeps_group() {
     let server = TestServer::start().await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call_as_is(&with_opaque(master().register(&["TopicTest"]), 5))
-        .await;
+    let frame = raw.call_as_is(&with_opaque(master().register(&["TopicTest"]), 5)).await;
     // errata C: same header as crc32 not match.
     assert_eq!(
         header_json(&frame),
@@ -156,9 +148,7 @@ async fn single_topic_registration_before_full_one_fails_but_keeps_group() {
     let mut conn = server.connect().await;
     assert!(conn.route("TopicTest").await.is_none(), "no topic registered");
     // §11 #31: cluster and BrokerData side effects stay.
-    let info = conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let info = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(
         body_text(&info),
         r#"{"brokerAddrTable":{"broker-a":{"brokerAddrs":{},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}"#
@@ -182,25 +172,18 @@ async fn undecodable_compressed_body_is_system_error_without_ext_fields() {
     assert_eq!(resp.code, 1);
     assert!(resp.ext_fields.is_none(), "framework-built error (errata B1)");
     let remark = resp.remark.unwrap_or_default();
-    assert!(
-        remark.contains("Failed to decode RegisterBrokerBody"),
-        "{remark}"
-    );
+    assert!(remark.contains("Failed to decode RegisterBrokerBody"), "{remark}");
 }
 
 #[tokio::test]
 async fn undecodable_json_body_is_system_error_without_ext_fields() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(master().register_body(b"{\"topicConfigSerializeWrapper\":[".to_vec()))
-        .await;
+    let resp =
+        conn.call(master().register_body(b"{\"topicConfigSerializeWrapper\":[".to_vec())).await;
     assert_eq!(resp.code, 1);
     assert!(resp.ext_fields.is_none());
-    assert!(resp
-        .remark
-        .unwrap_or_default()
-        .contains("Failed to decode RegisterBrokerBody"));
+    assert!(resp.remark.unwrap_or_default().contains("Failed to decode RegisterBrokerBody"));
 }
 
 #[tokio::test]
@@ -273,8 +256,7 @@ async fn order_topic_config_table_is_returned_to_the_broker() {
     let resp = conn.register(&master(), &["TopicTest", "Other"]).await;
     assert!(resp.body.is_none(), "no namespace ⇒ no body");
 
-    conn.put_kv("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4")
-        .await;
+    conn.put_kv("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4").await;
     let resp = conn.register(&master(), &["TopicTest", "Other"]).await;
     assert_eq!(body_text(&resp), r#"{"table":{"TopicTest":"broker-a:4"}}"#);
 
@@ -296,20 +278,10 @@ async fn order_topic_config_table_is_returned_to_the_broker() {
 async fn return_order_topic_config_to_broker_can_be_turned_off_at_runtime() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    conn.put_kv("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4")
-        .await;
-    assert!(conn
-        .register(&master(), &["TopicTest", "Other"])
-        .await
-        .body
-        .is_some());
-    conn.update_config("returnOrderTopicConfigToBroker=false\n")
-        .await;
-    assert!(conn
-        .register(&master(), &["TopicTest", "Other"])
-        .await
-        .body
-        .is_none());
+    conn.put_kv("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4").await;
+    assert!(conn.register(&master(), &["TopicTest", "Other"]).await.body.is_some());
+    conn.update_config("returnOrderTopicConfigToBroker=false\n").await;
+    assert!(conn.register(&master(), &["TopicTest", "Other"]).await.body.is_none());
 }
 
 #[tokio::test]
@@ -318,28 +290,18 @@ async fn unregister_answers_success_and_removes_the_broker_soon_after() {
     let mut conn = server.connect().await;
     conn.register(&master(), &["TopicTest", "Other"]).await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call(master().request(RequestCode::UnregisterBroker, None))
-        .await;
+    let frame = raw.call(master().request(RequestCode::UnregisterBroker, None)).await;
     assert_eq!(header_json(&frame), plain_success_header(1));
-    conn.wait_for_route("TopicTest", "gone", |r| r.is_none())
-        .await;
-    let info = conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
-    assert_eq!(
-        body_text(&info),
-        r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
-    );
+    conn.wait_for_route("TopicTest", "gone", |r| r.is_none()).await;
+    let info = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
+    assert_eq!(body_text(&info), r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#);
 }
 
 #[tokio::test]
 async fn unregister_without_header_fields_is_success() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(request(RequestCode::UnregisterBroker, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::UnregisterBroker, &[], None)).await;
     assert_eq!(resp.code, 0);
 }
 
@@ -351,11 +313,7 @@ async fn wipe_and_add_write_perm_answer_topic_counts_in_ext_fields() {
     let mut raw = server.connect_raw().await;
 
     let wipe = raw
-        .call(request(
-            RequestCode::WipeWritePermOfBroker,
-            &[("brokerName", "broker-a")],
-            None,
-        ))
+        .call(request(RequestCode::WipeWritePermOfBroker, &[("brokerName", "broker-a")], None))
         .await;
     assert_eq!(
         header_json(&wipe),
@@ -365,11 +323,7 @@ async fn wipe_and_add_write_perm_answer_topic_counts_in_ext_fields() {
     assert_eq!(route.queue_datas[0].perm, 4);
 
     let add = raw
-        .call(request(
-            RequestCode::AddWritePermOfBroker,
-            &[("brokerName", "broker-a")],
-            None,
-        ))
+        .call(request(RequestCode::AddWritePermOfBroker, &[("brokerName", "broker-a")], None))
         .await;
     assert_eq!(
         header_json(&add),
@@ -387,9 +341,7 @@ async fn write_perm_of_unknown_broker_counts_zero() {
         (RequestCode::WipeWritePermOfBroker, "wipeTopicCount"),
         (RequestCode::AddWritePermOfBroker, "addTopicCount"),
     ] {
-        let resp = conn
-            .call(request(code, &[("brokerName", "nope")], None))
-            .await;
+        let resp = conn.call(request(code, &[("brokerName", "nope")], None)).await;
         assert_eq!(resp.code, 0);
         assert_eq!(resp.ext(key), Some("0"));
         assert_eq!(resp.ext_fields.as_ref().map(|e| e.len()), Some(1));
@@ -408,17 +360,11 @@ async fn add_write_perm_resets_perm_to_exactly_read_write() {
             tc
         })
         .collect();
-    let resp = conn
-        .call(master().register_body(register_body_of(configs, data_version(1))))
-        .await;
+    let resp = conn.call(master().register_body(register_body_of(configs, data_version(1)))).await;
     assert_eq!(resp.code, 0);
     assert_eq!(conn.route("TopicTest").await.expect("route").queue_datas[0].perm, 5);
     let resp = conn
-        .call(request(
-            RequestCode::AddWritePermOfBroker,
-            &[("brokerName", "broker-a")],
-            None,
-        ))
+        .call(request(RequestCode::AddWritePermOfBroker, &[("brokerName", "broker-a")], None))
         .await;
     assert_eq!(resp.ext("addTopicCount"), Some("2"));
     assert_eq!(conn.route("TopicTest").await.expect("route").queue_datas[0].perm, 6);
@@ -429,10 +375,9 @@ async fn query_data_version_of_unknown_broker_is_changed_without_body() {
     let server = TestServer::start().await;
     let mut raw = server.connect_raw().await;
     let frame = raw
-        .call(master().request(
-            RequestCode::QueryDataVersion,
-            Some(to_legacy_json(&data_version(1))),
-        ))
+        .call(
+            master().request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(1)))),
+        )
         .await;
     assert_eq!(
         header_json(&frame),
@@ -449,27 +394,23 @@ async fn query_data_version_compares_with_the_stored_version_and_returns_it() {
     let stored = r#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#;
 
     let same = conn
-        .call(master().request(
-            RequestCode::QueryDataVersion,
-            Some(to_legacy_json(&data_version(1))),
-        ))
+        .call(
+            master().request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(1)))),
+        )
         .await;
     assert_eq!(same.code, 0);
     assert_eq!(same.ext("changed"), Some("false"));
     assert_eq!(body_text(&same), stored);
 
     let newer = conn
-        .call(master().request(
-            RequestCode::QueryDataVersion,
-            Some(to_legacy_json(&data_version(2))),
-        ))
+        .call(
+            master().request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(2)))),
+        )
         .await;
     assert_eq!(newer.ext("changed"), Some("true"));
     assert_eq!(body_text(&newer), stored, "the stored version, not the sent one");
 
-    let absent = conn
-        .call(master().request(RequestCode::QueryDataVersion, None))
-        .await;
+    let absent = conn.call(master().request(RequestCode::QueryDataVersion, None)).await;
     assert_eq!(absent.code, 0, "§11 #8");
     assert_eq!(absent.ext("changed"), Some("true"));
     assert_eq!(body_text(&absent), stored);
@@ -478,10 +419,7 @@ async fn query_data_version_compares_with_the_stored_version_and_returns_it() {
     let mut other = master();
     other.cluster = "OtherCluster".to_owned();
     let resp = conn
-        .call(other.request(
-            RequestCode::QueryDataVersion,
-            Some(to_legacy_json(&data_version(1))),
-        ))
+        .call(other.request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(1)))))
         .await;
     assert_eq!(resp.ext("changed"), Some("true"));
     assert!(resp.body.is_none());
@@ -536,9 +474,7 @@ async fn member_group_of_unknown_broker_is_empty_with_requested_names() {
 async fn heartbeat_that_is_not_oneway_gets_a_plain_success() {
     let server = TestServer::start().await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call(master().request(RequestCode::BrokerHeartbeat, None))
-        .await;
+    let frame = raw.call(master().request(RequestCode::BrokerHeartbeat, None)).await;
     // errata A3.
     assert_eq!(header_json(&frame), plain_success_header(1));
     assert!(frame_body(&frame).is_empty());
@@ -553,8 +489,104 @@ async fn oneway_heartbeat_gets_no_reply() {
     hb.set_oneway(true);
     hb.opaque = 1000;
     conn.send(hb).await;
-    let resp = conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_ne!(resp.opaque, 1000, "the first answer is the normal request's");
+}
+
+#[tokio::test]
+async fn state_version_fence_answers_success_with_empty_ext_fields_and_keeps_the_holder() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let holder = Broker::new("DefaultCluster", "broker-a", "192.168.0.47:10911", 0);
+    let newer = remoting::body::DataVersion { counter: 1, state_version: 5, timestamp: 1 };
+    let resp = conn.call(holder.register_body(register_body(&["TopicTest", "Other"], newer))).await;
+    assert_eq!(resp.code, 0);
+
+    // Another address claims id 0 with an older stateVersion (§5.3 step 6).
+    let stale = Broker::new("DefaultCluster", "broker-a", "192.168.0.48:10911", 0);
+    let older = remoting::body::DataVersion { counter: 9, state_version: 3, timestamp: 2 };
+    let mut raw = server.connect_raw().await;
+    let frame = raw
+        .call_as_is(&with_opaque(
+            stale.register_body(register_body(&["TopicTest", "Other"], older)),
+            5,
+        ))
+        .await;
+    assert_eq!(
+        header_json(&frame),
+        r#"{"code":0,"extFields":{},"flag":1,"language":"JAVA","opaque":5,"serializeTypeCurrentRPC":"JSON","version":479}"#
+    );
+    let route = conn.route("TopicTest").await.expect("route");
+    assert_eq!(
+        route.broker_datas[0].broker_addrs.0.get(&0).map(String::as_str),
+        Some("192.168.0.47:10911")
+    );
+    // The stale address has no live entry: its QUERY_DATA_VERSION says "changed", no body.
+    let resp = conn.call(stale.request(RequestCode::QueryDataVersion, None)).await;
+    assert_eq!(resp.ext("changed"), Some("true"));
+    assert!(resp.body.is_none());
+}
+
+#[tokio::test]
+async fn old_version_slave_registers_its_address_but_no_topics() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let mut cmd = Broker::new("DefaultCluster", "broker-a", "192.168.0.47:10921", 2333)
+        .register(&["TopicTest", "Other"]);
+    if let Some(ext) = cmd.ext_fields.as_mut() {
+        ext.remove("enableActingMaster");
+    }
+    let resp = conn.call(cmd).await;
+    assert_eq!(resp.code, 0);
+    assert!(conn.route("TopicTest").await.is_none(), "§11 #5: no topics");
+    let info = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
+    assert_eq!(
+        body_text(&info),
+        r#"{"brokerAddrTable":{"broker-a":{"brokerAddrs":{2333:"192.168.0.47:10921"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}"#
+    );
+}
+
+#[tokio::test]
+async fn delete_topic_with_broker_registration_is_dynamic() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    conn.register(&master(), &["TopicTest", "Other", "Gone"]).await;
+    conn.register(&master(), &["TopicTest", "Other"]).await;
+    assert!(conn.route("Gone").await.is_some(), "kept by default (§11 #18)");
+
+    conn.update_config("deleteTopicWithBrokerRegistration=true\n").await;
+    conn.register(&master(), &["TopicTest", "Other"]).await;
+    assert!(conn.route("Gone").await.is_none(), "removed once the key is on");
+    assert!(conn.route("Other").await.is_some());
+}
+
+#[tokio::test]
+async fn oneway_registration_is_applied_without_a_reply() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let mut cmd = master().register(&["TopicTest", "Other"]);
+    cmd.set_oneway(true);
+    cmd.opaque = 4242;
+    conn.send(cmd).await;
+    // The next frame answers this call, and the registration was applied before it.
+    assert!(conn.route("TopicTest").await.is_some());
+}
+
+#[tokio::test]
+async fn wiped_write_perm_survives_identical_re_registration_until_data_version_changes() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    conn.register(&master(), &["TopicTest", "Other"]).await;
+    let wipe = request(RequestCode::WipeWritePermOfBroker, &[("brokerName", "broker-a")], None);
+    assert_eq!(conn.call(wipe).await.ext("wipeTopicCount"), Some("2"));
+
+    // §11 #32: the unchanged DataVersion re-sent every 30 s does not touch existing queues.
+    conn.register(&master(), &["TopicTest", "Other"]).await;
+    assert_eq!(conn.route("TopicTest").await.expect("route").queue_datas[0].perm, 4);
+
+    let resp = conn
+        .call(master().register_body(register_body(&["TopicTest", "Other"], data_version(2))))
+        .await;
+    assert_eq!(resp.code, 0);
+    assert_eq!(conn.route("TopicTest").await.expect("route").queue_datas[0].perm, 6);
 }

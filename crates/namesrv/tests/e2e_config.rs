@@ -11,33 +11,26 @@ fn update(properties: &[u8]) -> RemotingCommand {
 }
 
 async fn config_text(conn: &mut Conn) -> String {
-    let resp = conn
-        .call(request(RequestCode::GetNamesrvConfig, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetNamesrvConfig, &[], None)).await;
     assert_eq!(resp.code, 0);
     assert!(resp.ext_fields.is_none() && resp.remark.is_none());
     body_text(&resp)
 }
 
 fn value_of(text: &str, key: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_owned))
+    text.lines().find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_owned))
 }
 
 #[tokio::test]
 async fn get_config_is_sorted_key_value_lines_of_every_set_key() {
     let server = TestServer::start().await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call(request(RequestCode::GetNamesrvConfig, &[], None))
-        .await;
+    let frame = raw.call(request(RequestCode::GetNamesrvConfig, &[], None)).await;
     assert_eq!(header_json(&frame), plain_success_header(1));
     let text = String::from_utf8(common::frame_body(&frame).to_vec()).expect("utf-8");
     assert!(text.ends_with('\n'), "{text}");
-    let keys: Vec<&str> = text
-        .lines()
-        .map(|l| l.split_once('=').expect("key=value line").0)
-        .collect();
+    let keys: Vec<&str> =
+        text.lines().map(|l| l.split_once('=').expect("key=value line").0).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
     assert_eq!(keys, sorted, "sorted by key");
@@ -50,10 +43,7 @@ async fn get_config_is_sorted_key_value_lines_of_every_set_key() {
         ("waitSecondsForService", "45".to_owned()),
         ("serverChannelMaxIdleTimeSeconds", "120".to_owned()),
         ("kvConfigPath", kv_path.to_string_lossy().into_owned()),
-        (
-            "configBlackList",
-            "configBlackList;configStorePath;kvConfigPath".to_owned(),
-        ),
+        ("configBlackList", "configBlackList;configStorePath;kvConfigPath".to_owned()),
     ] {
         assert_eq!(value_of(&text, key).as_deref(), Some(value.as_str()), "{key}");
     }
@@ -86,9 +76,7 @@ async fn update_config_without_body_changes_nothing() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
     let before = config_text(&mut conn).await;
-    let resp = conn
-        .call(request(RequestCode::UpdateNamesrvConfig, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::UpdateNamesrvConfig, &[], None)).await;
     assert_eq!(resp.code, 0);
     assert!(resp.remark.is_none() && resp.ext_fields.is_none());
     assert_eq!(config_text(&mut conn).await, before);
@@ -101,9 +89,8 @@ async fn update_of_black_listed_key_is_no_permission() {
     let mut raw = server.connect_raw().await;
     let mut conn = server.connect().await;
     let before = config_text(&mut conn).await;
-    for (i, key) in ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"]
-        .iter()
-        .enumerate()
+    for (i, key) in
+        ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"].iter().enumerate()
     {
         let body = format!("orderMessageEnable=true\n{key}=/tmp/x\n");
         let frame = raw.call(update(body.as_bytes())).await;
@@ -128,10 +115,7 @@ async fn configured_black_list_is_honoured_exactly() {
     let mut conn = server.connect().await;
     let resp = conn.call(update(b"orderMessageEnable=true\n")).await;
     assert_eq!(resp.code, 16);
-    assert_eq!(
-        resp.remark.as_deref(),
-        Some("Can not update config in black list.")
-    );
+    assert_eq!(resp.remark.as_deref(), Some("Can not update config in black list."));
     // Case-sensitive match: a different spelling is not black-listed (and is an unknown key).
     let resp = conn.call(update(b"OrderMessageEnable=true\n")).await;
     assert_eq!(resp.code, 0);

@@ -46,18 +46,13 @@ async fn oneway_requests_are_processed_but_never_answered() {
         100,
     ))
     .await;
-    raw.send(&oneway(request(RequestCode::PutKvConfig, &[], None), 101))
-        .await;
+    raw.send(&oneway(request(RequestCode::PutKvConfig, &[], None), 101)).await;
     let mut unknown = request(RequestCode::GetKvConfig, &[], None);
     unknown.code = 999;
     raw.send(&oneway(unknown, 102)).await;
 
     let frame = raw
-        .call_as_is(&request(
-            RequestCode::GetKvConfig,
-            &[("namespace", "ns"), ("key", "k")],
-            None,
-        ))
+        .call_as_is(&request(RequestCode::GetKvConfig, &[("namespace", "ns"), ("key", "k")], None))
         .await;
     let resp = decode(&frame);
     assert_eq!(resp.opaque, 0, "the first answer is the normal request's");
@@ -75,11 +70,7 @@ async fn pipelined_requests_are_all_answered_in_order() {
         let mut cmd = match opaque % 4 {
             0 => request(RequestCode::GetRouteinfoByTopic, &[("topic", "TopicTest")], None),
             1 => request(RequestCode::GetBrokerClusterInfo, &[], None),
-            2 => request(
-                RequestCode::GetKvConfig,
-                &[("namespace", "ns"), ("key", "k")],
-                None,
-            ),
+            2 => request(RequestCode::GetKvConfig, &[("namespace", "ns"), ("key", "k")], None),
             _ => {
                 let mut c = request(RequestCode::GetKvConfig, &[], None);
                 c.code = 4242;
@@ -115,9 +106,7 @@ async fn frames_with_the_response_flag_are_dropped_silently() {
     stray_request_code.opaque = 56;
     raw.send(&stray_request_code).await;
 
-    let frame = raw
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let frame = raw.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(decode(&frame).opaque, 1);
 }
 
@@ -140,9 +129,7 @@ async fn malformed_frames_close_only_their_own_connection() {
         let mut bad = server.connect_raw().await;
         bad.write(&bytes).await;
         assert!(bad.is_closed_by_server().await, "{what}: closed, no reply");
-        let resp = good
-            .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-            .await;
+        let resp = good.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
         assert_eq!(resp.code, 0, "{what}: other connections keep working");
     }
 }
@@ -156,20 +143,13 @@ async fn frame_at_the_length_limit_is_not_refused_at_the_prefix() {
     over.write(&hex("00FFFFFD 00000004")).await;
     assert!(over.is_closed_by_server().await);
     // The connection at the limit is still waiting for its 16 MiB: nothing came back.
-    assert!(
-        at_limit
-            .read_frame_within(Duration::from_millis(200))
-            .await
-            .is_none()
-    );
+    assert!(at_limit.read_frame_within(Duration::from_millis(200)).await.is_none());
     use tokio::io::AsyncReadExt;
     let mut buf = [0u8; 1];
-    let still_open = tokio::time::timeout(
-        Duration::from_millis(100),
-        at_limit.stream.read(&mut buf),
-    )
-    .await
-    .is_err();
+    let still_open =
+        tokio::time::timeout(Duration::from_millis(100), at_limit.stream.read(&mut buf))
+            .await
+            .is_err();
     assert!(still_open, "a frame of exactly 16 777 212 bytes is allowed");
 }
 
@@ -277,10 +257,7 @@ async fn unknown_codes_are_not_supported_with_a_leading_space_remark() {
         cmd.code = code;
         let resp = decode(&raw.call(cmd).await);
         assert_eq!(resp.code, 3, "{code}");
-        assert_eq!(
-            resp.remark,
-            Some(format!(" request type {code} not supported"))
-        );
+        assert_eq!(resp.remark, Some(format!(" request type {code} not supported")));
         assert!(resp.ext_fields.is_none());
     }
 }
@@ -295,9 +272,7 @@ async fn idle_connection_is_closed_after_server_channel_max_idle_time() {
     // The busy connection talks every 400 ms for 3 s and stays open.
     for _ in 0..8 {
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let frame = busy
-            .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-            .await;
+        let frame = busy.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
         assert_eq!(decode(&frame).code, 0);
     }
     assert!(idle.is_closed_by_server().await, "idle connection closed");
@@ -309,10 +284,7 @@ async fn idle_connection_is_closed_after_server_channel_max_idle_time() {
     let opened = Instant::now();
     assert!(fresh.is_closed_by_server().await);
     let waited = opened.elapsed();
-    assert!(
-        waited >= Duration::from_secs(1) && waited < Duration::from_secs(3),
-        "{waited:?}"
-    );
+    assert!(waited >= Duration::from_secs(1) && waited < Duration::from_secs(3), "{waited:?}");
 }
 
 /// Bytes from hex text; spaces are ignored.
@@ -332,11 +304,8 @@ async fn a_closed_connection_does_not_disturb_others() {
     let server = TestServer::start().await;
     let mut a = RawConn::connect(server.addr).await;
     let mut b = server.connect().await;
-    a.send(&request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    a.send(&request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     drop(a);
-    let resp = b
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let resp = b.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(resp.code, 0);
 }

@@ -56,13 +56,8 @@ async fn silent_broker_expires_after_heartbeat_timeout_and_a_scan_but_not_before
         after > Duration::from_secs(10) && after <= Duration::from_millis(11_500),
         "expired by the first scan after the timeout, at {after:?}"
     );
-    let info = client
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
-    assert_eq!(
-        common::body_text(&info),
-        r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
-    );
+    let info = client.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
+    assert_eq!(common::body_text(&info), r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#);
 }
 
 #[tokio::test(start_paused = true)]
@@ -70,17 +65,13 @@ async fn broker_without_heartbeat_timeout_header_lives_120_seconds() {
     let server = server().await;
     let mut broker_conn = server.connect().await;
     let registered = Instant::now();
-    broker_conn
-        .register(&Broker::new("C", "broker-a", "10.0.0.1:10911", 0), &["T", "U"])
-        .await;
+    broker_conn.register(&Broker::new("C", "broker-a", "10.0.0.1:10911", 0), &["T", "U"]).await;
     let mut client = server.connect().await;
     // Keep both connections under the 120 s idle limit while waiting.
     for _ in 0..11 {
         sleep(Duration::from_secs(10)).await;
         assert!(client.route("T").await.is_some());
-        let resp = broker_conn
-            .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-            .await;
+        let resp = broker_conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
         assert_eq!(resp.code, 0, "not a heartbeat");
     }
     let gone = wait_until_gone(&mut client, "T", Duration::from_secs(15)).await;
@@ -146,10 +137,7 @@ async fn idle_broker_connection_is_closed_and_the_broker_unregistered() {
     let mut client = server.connect().await;
     let gone = wait_until_gone(&mut client, "T", Duration::from_secs(6)).await;
     let after = gone - registered;
-    assert!(
-        after >= Duration::from_secs(3) && after < Duration::from_secs(4),
-        "{after:?}"
-    );
+    assert!(after >= Duration::from_secs(3) && after < Duration::from_secs(4), "{after:?}");
     assert!(broker_conn.recv().await.is_none(), "the connection was closed");
 }
 
@@ -165,33 +153,21 @@ async fn kept_alive_by(heartbeat: impl Fn() -> remoting::RemotingCommand) {
         let mut hb = heartbeat();
         hb.set_oneway(true);
         broker_conn.send(hb).await;
-        assert!(
-            client.route("T").await.is_some(),
-            "alive at {second} s thanks to heartbeats"
-        );
+        assert!(client.route("T").await.is_some(), "alive at {second} s thanks to heartbeats");
     }
     // Oneway heartbeats were never answered: the next frame answers this call.
-    let resp = broker_conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let resp = broker_conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(resp.code, 0);
 
     let stopped = Instant::now();
     let gone = wait_until_gone(&mut client, "T", Duration::from_secs(6)).await;
-    assert!(
-        gone - stopped > Duration::from_secs(3),
-        "{:?}",
-        gone - stopped
-    );
+    assert!(gone - stopped > Duration::from_secs(3), "{:?}", gone - stopped);
 }
 
 #[tokio::test(start_paused = true)]
 async fn oneway_query_data_version_keeps_broker_alive_past_its_timeout() {
     kept_alive_by(|| {
-        broker(3_000).request(
-            RequestCode::QueryDataVersion,
-            Some(to_legacy_json(&data_version(1))),
-        )
+        broker(3_000).request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(1))))
     })
     .await;
 }
@@ -222,15 +198,8 @@ async fn re_registration_keeps_broker_alive_and_an_expired_broker_can_come_back(
 async fn heartbeat_of_unknown_broker_registers_nothing() {
     let server = server().await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(broker(3_000).request(RequestCode::BrokerHeartbeat, None))
-        .await;
+    let resp = conn.call(broker(3_000).request(RequestCode::BrokerHeartbeat, None)).await;
     assert_eq!(resp.code, 0);
-    let info = conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
-    assert_eq!(
-        common::body_text(&info),
-        r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
-    );
+    let info = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
+    assert_eq!(common::body_text(&info), r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#);
 }

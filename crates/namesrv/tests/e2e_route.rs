@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    body_text, data_version, frame_body, header_json, plain_success_header, request, Broker,
-    Conn, TestServer,
+    body_text, data_version, frame_body, header_json, plain_success_header, request, Broker, Conn,
+    TestServer,
 };
 use remoting::body::{from_json, to_legacy_json, RegisterBrokerBody, TopicConfig, TopicRouteData};
 use remoting::{RemotingCommand, RequestCode};
@@ -60,11 +60,14 @@ async fn current_client_gets_standard_route_frame_byte_for_byte() {
     assert_eq!(String::from_utf8_lossy(frame_body(&frame)), TV13);
 }
 
+/// (request version, extra ext fields, expected body).
+type JsonCase = (i32, &'static [(&'static str, &'static str)], &'static str);
+
 #[tokio::test]
 async fn json_form_follows_version_401_and_accept_standard_json_only() {
     let server = TestServer::start().await;
     let mut conn = register_tv12(&server).await;
-    let cases: [(i32, &[(&str, &str)], &str); 7] = [
+    let cases: [JsonCase; 7] = [
         (400, &[], TV12),
         (401, &[], TV13),
         (612, &[], TV13),
@@ -101,9 +104,7 @@ async fn route_request_without_topic_is_topic_not_exist_for_null() {
     let server = TestServer::start().await;
     let _broker = register_tv12(&server).await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(request(RequestCode::GetRouteinfoByTopic, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetRouteinfoByTopic, &[], None)).await;
     assert_eq!(resp.code, 17);
     assert!(resp
         .remark
@@ -128,12 +129,8 @@ async fn zone_mode_keeps_brokers_of_the_zone_and_masterless_ones_in_legacy_json(
     assert_eq!(unfiltered.queue_datas.len(), 3);
 
     for (mode, zone) in [("true", "z1"), ("TRUE", "Z1")] {
-        let resp = conn
-            .call(route_request(
-                479,
-                &[("__ZONE_MODE", mode), ("__ZONE_NAME", zone)],
-            ))
-            .await;
+        let resp =
+            conn.call(route_request(479, &[("__ZONE_MODE", mode), ("__ZONE_NAME", zone)])).await;
         assert_eq!(resp.code, 0);
         let text = body_text(&resp);
         assert!(
@@ -141,25 +138,13 @@ async fn zone_mode_keeps_brokers_of_the_zone_and_masterless_ones_in_legacy_json(
             "legacy JSON even for a standard client: {text}"
         );
         let route: TopicRouteData = from_json(resp.body_bytes()).expect("route");
-        let mut names: Vec<_> = route
-            .broker_datas
-            .iter()
-            .map(|b| b.broker_name.as_str())
-            .collect();
+        let mut names: Vec<_> = route.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["broker-a", "broker-c"], "{text}");
-        let mut queues: Vec<_> = route
-            .queue_datas
-            .iter()
-            .map(|q| q.broker_name.as_str())
-            .collect();
+        let mut queues: Vec<_> = route.queue_datas.iter().map(|q| q.broker_name.as_str()).collect();
         queues.sort_unstable();
         assert_eq!(queues, ["broker-a", "broker-c"]);
-        let a = route
-            .broker_datas
-            .iter()
-            .find(|b| b.broker_name == "broker-a")
-            .expect("broker-a");
+        let a = route.broker_datas.iter().find(|b| b.broker_name == "broker-a").expect("broker-a");
         assert_eq!(a.zone_name.as_deref(), Some("z1"));
     }
 
@@ -180,10 +165,9 @@ async fn zone_mode_keeps_brokers_of_the_zone_and_masterless_ones_in_legacy_json(
 async fn zone_filter_drops_filter_servers_of_removed_brokers() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    for (name, addr, zone) in [
-        ("broker-a", "10.0.0.1:10911", "z1"),
-        ("broker-b", "10.0.0.2:10911", "z2"),
-    ] {
+    for (name, addr, zone) in
+        [("broker-a", "10.0.0.1:10911", "z1"), ("broker-b", "10.0.0.2:10911", "z2")]
+    {
         let broker = Broker::new("C", name, addr, 0).with_ext("__ZONE_NAME", zone);
         let mut body = RegisterBrokerBody {
             filter_server_list: Some(vec![format!("{addr}-filter")]),
@@ -192,38 +176,25 @@ async fn zone_filter_drops_filter_servers_of_removed_brokers() {
         let wrapper = &mut body.topic_config_serialize_wrapper;
         wrapper.data_version = data_version(1);
         for t in ["TopicTest", "Other"] {
-            wrapper
-                .topic_config_table
-                .insert(t.to_owned(), TopicConfig::named(t));
+            wrapper.topic_config_table.insert(t.to_owned(), TopicConfig::named(t));
         }
         let resp = conn.call(broker.register_body(to_legacy_json(&body))).await;
         assert_eq!(resp.code, 0);
     }
     let full = conn.route("TopicTest").await.expect("route");
     assert_eq!(full.filter_server_table.len(), 2);
-    let resp = conn
-        .call(route_request(
-            479,
-            &[("__ZONE_MODE", "true"), ("__ZONE_NAME", "z2")],
-        ))
-        .await;
+    let resp =
+        conn.call(route_request(479, &[("__ZONE_MODE", "true"), ("__ZONE_NAME", "z2")])).await;
     let route: TopicRouteData = from_json(resp.body_bytes()).expect("route");
-    assert_eq!(
-        route.filter_server_table.keys().collect::<Vec<_>>(),
-        ["10.0.0.2:10911"]
-    );
-    assert_eq!(
-        route.filter_server_table["10.0.0.2:10911"],
-        ["10.0.0.2:10911-filter"]
-    );
+    assert_eq!(route.filter_server_table.keys().collect::<Vec<_>>(), ["10.0.0.2:10911"]);
+    assert_eq!(route.filter_server_table["10.0.0.2:10911"], ["10.0.0.2:10911-filter"]);
 }
 
 #[tokio::test]
 async fn order_message_enable_adds_order_topic_conf_at_runtime() {
     let server = TestServer::start().await;
     let mut conn = register_tv12(&server).await;
-    conn.put_kv("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:8")
-        .await;
+    conn.put_kv("ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:8").await;
     let resp = conn.call(route_request(317, &[])).await;
     assert_eq!(body_text(&resp), TV12, "off by default");
 
@@ -246,11 +217,7 @@ async fn order_message_enable_adds_order_topic_conf_at_runtime() {
     );
     // A topic without an order config has no orderTopicConf.
     let other = conn
-        .call(request(
-            RequestCode::GetRouteinfoByTopic,
-            &[("topic", "%RETRY%group")],
-            None,
-        ))
+        .call(request(RequestCode::GetRouteinfoByTopic, &[("topic", "%RETRY%group")], None))
         .await;
     assert!(!body_text(&other).contains("orderTopicConf"));
 
@@ -274,9 +241,7 @@ async fn need_wait_for_service_refuses_routes_until_the_wait_is_over() {
         r#"{"code":1,"flag":1,"language":"JAVA","opaque":1,"remark":"name server not ready","serializeTypeCurrentRPC":"JSON","version":479}"#
     );
     // Other requests are served meanwhile.
-    let info = conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let info = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(info.code, 0);
 
     tokio::time::sleep(Duration::from_secs(46)).await;
@@ -311,9 +276,7 @@ async fn cluster_info_lists_groups_and_clusters_in_legacy_json() {
     let server = TestServer::start().await;
     let _broker = register_tv12(&server).await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let frame = raw.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(header_json(&frame), plain_success_header(1));
     assert_eq!(
         String::from_utf8_lossy(frame_body(&frame)),
@@ -325,12 +288,26 @@ async fn cluster_info_lists_groups_and_clusters_in_legacy_json() {
 async fn cluster_info_of_an_empty_server_is_two_empty_tables() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(request(RequestCode::GetBrokerClusterInfo, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await;
     assert_eq!(resp.code, 0);
-    assert_eq!(
-        body_text(&resp),
-        r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
-    );
+    assert_eq!(body_text(&resp), r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#);
+}
+
+#[tokio::test]
+async fn slave_only_acting_master_group_is_read_only_and_rewritten_when_supported() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let slave =
+        Broker::new("C", "broker-a", "10.0.0.1:10921", 1).with_ext("enableActingMaster", "true");
+    conn.register(&slave, &["TopicTest", "Other"]).await;
+
+    let route = conn.route("TopicTest").await.expect("prime slave registered the topics");
+    assert_eq!(route.queue_datas[0].perm, 4, "write bit cleared without a master");
+    assert!(route.broker_datas[0].enable_acting_master);
+    let text = body_text(&conn.call(route_request(479, &[])).await);
+    assert!(text.contains(r#""brokerAddrs":{"1":"10.0.0.1:10921"}"#), "{text}");
+
+    conn.update_config("supportActingMaster=true\n").await;
+    let text = body_text(&conn.call(route_request(479, &[])).await);
+    assert!(text.contains(r#""brokerAddrs":{"0":"10.0.0.1:10921"}"#), "acting master: {text}");
 }

@@ -58,10 +58,8 @@ async fn graceful_window_sends_go_away_to_new_clients_and_serves_old_ones() {
     assert_eq!(header_json(&began), go_away_header(opaque));
 
     // A handler with a header class still gets a framework-built GO_AWAY: no extFields (B1).
-    let mut register = versioned(
-        Broker::new("C", "broker-a", "10.0.0.1:10911", 0).register(&["T", "U"]),
-        479,
-    );
+    let mut register =
+        versioned(Broker::new("C", "broker-a", "10.0.0.1:10911", 0).register(&["T", "U"]), 479);
     register.opaque = 900;
     assert_eq!(header_json(&before.call_as_is(&register).await), go_away_header(900));
 
@@ -84,9 +82,8 @@ async fn graceful_window_sends_go_away_to_new_clients_and_serves_old_ones() {
     oneway.set_oneway(true);
     oneway.opaque = 77;
     during.send(&oneway).await;
-    let frame = during
-        .call(versioned(request(RequestCode::GetBrokerClusterInfo, &[], None), 121))
-        .await;
+    let frame =
+        during.call(versioned(request(RequestCode::GetBrokerClusterInfo, &[], None), 121)).await;
     let resp = decode(&frame);
     assert_eq!((resp.opaque, resp.code), (3, 0));
 }
@@ -95,10 +92,7 @@ async fn graceful_window_sends_go_away_to_new_clients_and_serves_old_ones() {
 async fn without_graceful_shutdown_the_server_stops_promptly() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    assert_eq!(
-        conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await.code,
-        0
-    );
+    assert_eq!(conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await.code, 0);
     drop(conn);
     // `stop` bounds the wait itself.
     let _dir = server.stop().await;
@@ -165,10 +159,7 @@ fn send_signal(child: &Child, signal: &str) {
 }
 
 async fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    tokio::time::timeout(PROCESS_TIMEOUT, child.wait())
-        .await
-        .expect("exits in time")
-        .expect("wait")
+    tokio::time::timeout(PROCESS_TIMEOUT, child.wait()).await.expect("exits in time").expect("wait")
 }
 
 #[tokio::test]
@@ -177,11 +168,8 @@ async fn sigterm_answers_every_pipelined_request_and_exits_zero() {
     let config = write_config(dir.path(), "");
     let mut ns = spawn_namesrv(&config).await;
 
-    let mut broker = common::Conn::connect(ns.addr).await;
-    broker
-        .register(&Broker::new("C", "broker-a", "10.0.0.1:10911", 0), &["T", "U"])
-        .await;
-
+    // Requests whose answers do not depend on other connections (a broker's connection may
+    // close first during the drain and take its routes with it).
     let mut raw = RawConn::connect(ns.addr).await;
     const N: i32 = 300;
     let mut batch = Vec::new();
@@ -192,7 +180,7 @@ async fn sigterm_answers_every_pipelined_request_and_exits_zero() {
                 &[("namespace", "ns"), ("key", &format!("k{opaque}")), ("value", "v")],
                 None,
             ),
-            1 | 4 | 7 => request(RequestCode::GetRouteinfoByTopic, &[("topic", "T")], None),
+            1 | 4 | 7 => request(RequestCode::GetNamesrvConfig, &[], None),
             2 | 5 | 8 => request(RequestCode::GetBrokerClusterInfo, &[], None),
             _ => request(RequestCode::GetKvConfig, &[("namespace", "ns"), ("key", "nope")], None),
         };
@@ -208,10 +196,8 @@ async fn sigterm_answers_every_pipelined_request_and_exits_zero() {
         let frame = raw.read_frame().await.unwrap_or_else(|| panic!("answer {opaque}"));
         let resp = decode(&frame);
         assert_eq!(resp.opaque, opaque);
-        let expected = match opaque % 10 {
-            0 | 1 | 4 | 7 | 2 | 5 | 8 => 0,
-            _ => 22,
-        };
+        let expected =
+            if opaque % 10 == 3 || opaque % 10 == 6 || opaque % 10 == 9 { 22 } else { 0 };
         assert_eq!(resp.code, expected, "opaque {opaque}: {:?}", resp.remark);
     }
     let status = wait_exit(&mut ns.child).await;

@@ -70,9 +70,7 @@ async fn all_topic_list_names_every_topic() {
 async fn all_topic_list_of_empty_server_is_an_empty_list() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(request(RequestCode::GetAllTopicListFromNameserver, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetAllTopicListFromNameserver, &[], None)).await;
     assert_eq!(body_text(&resp), r#"{"topicList":[]}"#);
 }
 
@@ -82,9 +80,7 @@ async fn all_topic_list_is_disabled_and_enabled_again_at_runtime() {
     let mut conn = two_clusters(&server).await;
     conn.update_config("enableAllTopicList=false\n").await;
     let mut raw = server.connect_raw().await;
-    let frame = raw
-        .call(request(RequestCode::GetAllTopicListFromNameserver, &[], None))
-        .await;
+    let frame = raw.call(request(RequestCode::GetAllTopicListFromNameserver, &[], None)).await;
     assert_eq!(
         header_json(&frame),
         r#"{"code":1,"flag":1,"language":"JAVA","opaque":1,"remark":"disable","serializeTypeCurrentRPC":"JSON","version":479}"#
@@ -115,9 +111,7 @@ async fn topics_by_cluster_lists_topics_on_the_clusters_brokers() {
     );
     // Unknown or absent cluster: empty list, still SUCCESS (§11 #28).
     for ext in [&[("cluster", "nope")][..], &[][..]] {
-        let resp = conn
-            .call(request(RequestCode::GetTopicsByCluster, ext, None))
-            .await;
+        let resp = conn.call(request(RequestCode::GetTopicsByCluster, ext, None)).await;
         assert_eq!(resp.code, 0);
         assert_eq!(body_text(&resp), r#"{"topicList":[]}"#);
     }
@@ -127,18 +121,9 @@ async fn topics_by_cluster_lists_topics_on_the_clusters_brokers() {
 async fn unit_topic_lists_look_at_the_sys_flag() {
     let server = TestServer::start().await;
     let mut conn = two_clusters(&server).await;
-    assert_eq!(
-        list(&mut conn, RequestCode::GetUnitTopicList, &[]).await,
-        ["T1", "T3"]
-    );
-    assert_eq!(
-        list(&mut conn, RequestCode::GetHasUnitSubTopicList, &[]).await,
-        ["T2", "T3"]
-    );
-    assert_eq!(
-        list(&mut conn, RequestCode::GetHasUnitSubUnunitTopicList, &[]).await,
-        ["T2"]
-    );
+    assert_eq!(list(&mut conn, RequestCode::GetUnitTopicList, &[]).await, ["T1", "T3"]);
+    assert_eq!(list(&mut conn, RequestCode::GetHasUnitSubTopicList, &[]).await, ["T2", "T3"]);
+    assert_eq!(list(&mut conn, RequestCode::GetHasUnitSubUnunitTopicList, &[]).await, ["T2"]);
 }
 
 #[tokio::test]
@@ -162,17 +147,9 @@ async fn topic_list_gate_disables_224_and_311_to_313_at_runtime() {
         list(&mut conn, RequestCode::GetAllTopicListFromNameserver, &[]).await,
         ["T0", "T1", "T2", "T3"]
     );
-    assert_eq!(
-        conn.call(request(RequestCode::GetSystemTopicListFromNs, &[], None))
-            .await
-            .code,
-        0
-    );
+    assert_eq!(conn.call(request(RequestCode::GetSystemTopicListFromNs, &[], None)).await.code, 0);
     conn.update_config("enableTopicList=true\n").await;
-    assert_eq!(
-        list(&mut conn, RequestCode::GetUnitTopicList, &[]).await,
-        ["T1", "T3"]
-    );
+    assert_eq!(list(&mut conn, RequestCode::GetUnitTopicList, &[]).await, ["T1", "T3"]);
 }
 
 #[tokio::test]
@@ -181,9 +158,7 @@ async fn system_topic_list_names_clusters_and_brokers_with_one_address() {
     let mut conn = server.connect().await;
     let master = Broker::new("DefaultCluster", "broker-a", "192.168.0.47:10911", 0);
     conn.register(&master, &["TopicTest", "Other"]).await;
-    let resp = conn
-        .call(request(RequestCode::GetSystemTopicListFromNs, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetSystemTopicListFromNs, &[], None)).await;
     // errata B5's second example, in whatever order: both elements and the address.
     let text = body_text(&resp);
     assert!(
@@ -198,9 +173,7 @@ async fn system_topic_list_names_clusters_and_brokers_with_one_address() {
 async fn system_topic_list_of_empty_server_has_no_broker_addr() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
-    let resp = conn
-        .call(request(RequestCode::GetSystemTopicListFromNs, &[], None))
-        .await;
+    let resp = conn.call(request(RequestCode::GetSystemTopicListFromNs, &[], None)).await;
     assert_eq!(body_text(&resp), r#"{"topicList":[]}"#);
 }
 
@@ -209,9 +182,7 @@ async fn delete_topic_without_cluster_removes_it_everywhere() {
     let server = TestServer::start().await;
     let mut conn = two_clusters(&server).await;
     for ext in [&[("topic", "T0")][..], &[("topic", "T2"), ("clusterName", "")][..]] {
-        let resp = conn
-            .call(request(RequestCode::DeleteTopicInNamesrv, ext, None))
-            .await;
+        let resp = conn.call(request(RequestCode::DeleteTopicInNamesrv, ext, None)).await;
         assert_eq!(resp.code, 0);
         assert!(resp.ext_fields.is_none() && resp.remark.is_none() && resp.body.is_none());
     }
@@ -259,13 +230,8 @@ async fn deleted_topic_reappears_when_its_broker_registers_again() {
     let server = TestServer::start().await;
     let mut conn = server.connect().await;
     conn.register(&broker_a(), &["T0", "T1"]).await;
-    let resp = conn
-        .call(request(
-            RequestCode::DeleteTopicInNamesrv,
-            &[("topic", "T0")],
-            None,
-        ))
-        .await;
+    let resp =
+        conn.call(request(RequestCode::DeleteTopicInNamesrv, &[("topic", "T0")], None)).await;
     assert_eq!(resp.code, 0);
     assert!(conn.route("T0").await.is_none());
     conn.register(&broker_a(), &["T0", "T1"]).await;
@@ -273,11 +239,7 @@ async fn deleted_topic_reappears_when_its_broker_registers_again() {
 }
 
 fn register_topic(topic: &str, body: Option<&str>) -> RemotingCommand {
-    request(
-        RequestCode::RegisterTopicInNamesrv,
-        &[("topic", topic)],
-        body.map(str::as_bytes),
-    )
+    request(RequestCode::RegisterTopicInNamesrv, &[("topic", topic)], body.map(str::as_bytes))
 }
 
 #[tokio::test]
@@ -300,10 +262,7 @@ async fn register_topic_adds_queues_for_known_brokers_only() {
 
     // An existing topic's queue data is replaced.
     let bigger = r#"{"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":5,"topicSysFlag":0,"writeQueueNums":5}]}"#;
-    assert_eq!(
-        conn.call(register_topic("NewTopic", Some(bigger))).await.code,
-        0
-    );
+    assert_eq!(conn.call(register_topic("NewTopic", Some(bigger))).await.code, 0);
     let route = conn.route("NewTopic").await.expect("route");
     assert_eq!(route.queue_datas[0].write_queue_nums, 5);
 }

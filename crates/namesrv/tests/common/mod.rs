@@ -163,10 +163,7 @@ impl RawConn {
     pub async fn connect(addr: SocketAddr) -> Self {
         let stream = TcpStream::connect(addr).await.expect("connect");
         stream.set_nodelay(true).expect("TCP_NODELAY");
-        Self {
-            stream,
-            next_opaque: 1,
-        }
+        Self { stream, next_opaque: 1 }
     }
 
     /// Writes `bytes` as they are.
@@ -358,11 +355,7 @@ impl Broker {
 
 /// A broker DataVersion with this counter.
 pub fn data_version(counter: i64) -> remoting::body::DataVersion {
-    remoting::body::DataVersion {
-        counter,
-        state_version: 0,
-        timestamp: 1_700_000_000_000,
-    }
+    remoting::body::DataVersion { counter, state_version: 0, timestamp: 1_700_000_000_000 }
 }
 
 /// A RegisterBrokerBody (legacy JSON) with these topics, 8 read/write queues, perm 6.
@@ -404,9 +397,8 @@ impl Conn {
 
     /// GET_ROUTEINFO_BY_TOPIC (standard JSON); `None` on TOPIC_NOT_EXIST.
     pub async fn route(&mut self, topic: &str) -> Option<remoting::body::TopicRouteData> {
-        let resp = self
-            .call(request(RequestCode::GetRouteinfoByTopic, &[("topic", topic)], None))
-            .await;
+        let resp =
+            self.call(request(RequestCode::GetRouteinfoByTopic, &[("topic", topic)], None)).await;
         match resp.code {
             0 => Some(remoting::body::from_json(resp.body_bytes()).expect("route JSON")),
             17 => None,
@@ -417,11 +409,7 @@ impl Conn {
     /// UPDATE_NAMESRV_CONFIG with `properties` and asserts SUCCESS.
     pub async fn update_config(&mut self, properties: &str) {
         let resp = self
-            .call(request(
-                RequestCode::UpdateNamesrvConfig,
-                &[],
-                Some(properties.as_bytes()),
-            ))
+            .call(request(RequestCode::UpdateNamesrvConfig, &[], Some(properties.as_bytes())))
             .await;
         assert_eq!(resp.code, 0, "update {properties:?}: {:?}", resp.remark);
     }
