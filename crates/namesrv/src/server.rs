@@ -111,8 +111,7 @@ pub async fn serve_connection<S>(
     stream: S,
     ctx: &ConnCtx,
     mut shutdown: Shutdown,
-)
-where
+) where
     S: AsyncRead + AsyncWrite + Send,
 {
     let (r, w) = tokio::io::split(stream);

@@ -61,14 +61,18 @@ where
     }
 }
 
-async fn tls_connect(server: &TestServer, root: CertificateDer<'static>) -> tokio_rustls::client::TlsStream<TcpStream> {
+async fn tls_connect(
+    server: &TestServer,
+    root: CertificateDer<'static>,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
     let mut roots = RootCertStore::empty();
     roots.add(root).expect("root");
-    let config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
     let tcp = TcpStream::connect(server.addr).await.expect("connect");
     let name = ServerName::try_from("localhost").expect("name");
     tokio::time::timeout(LIMIT, TlsConnector::from(Arc::new(config)).connect(name, tcp))
@@ -96,5 +100,8 @@ async fn enforcing_port_refuses_plaintext_but_serves_tls() {
     let plain = TcpStream::connect(server.addr).await.expect("connect");
     assert!(route_over(plain).await.is_none(), "plaintext is closed without an answer");
     let tls = tls_connect(&server, root).await;
-    assert_eq!(route_over(tls).await.expect("answer over TLS").response_code(), ResponseCode::TopicNotExist);
+    assert_eq!(
+        route_over(tls).await.expect("answer over TLS").response_code(),
+        ResponseCode::TopicNotExist
+    );
 }

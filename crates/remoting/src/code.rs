@@ -138,28 +138,20 @@ impl LanguageCode {
 
     /// The language for a wire byte; unknown bytes are kept as `Unknown(b)`.
     pub fn from_u8(b: u8) -> Self {
-        LANGUAGES
-            .get(b as usize)
-            .map_or(Self::Unknown(b), |(l, _)| *l)
+        LANGUAGES.get(b as usize).map_or(Self::Unknown(b), |(l, _)| *l)
     }
 
     /// The Java enum name (`"JAVA"`, `"GO"`, …); `"OTHER"` for an unknown code.
     pub fn name(self) -> &'static str {
         match self {
             Self::Unknown(_) => "OTHER",
-            known => LANGUAGES
-                .iter()
-                .find(|(l, _)| *l == known)
-                .map_or("OTHER", |(_, n)| n),
+            known => LANGUAGES.iter().find(|(l, _)| *l == known).map_or("OTHER", |(_, n)| n),
         }
     }
 
     /// Parses a Java enum name, case-insensitively like fastjson; `None` for an unknown name.
     pub fn from_name(name: &str) -> Option<Self> {
-        LANGUAGES
-            .iter()
-            .find(|(_, n)| n.eq_ignore_ascii_case(name))
-            .map(|(l, _)| *l)
+        LANGUAGES.iter().find(|(_, n)| n.eq_ignore_ascii_case(name)).map(|(l, _)| *l)
     }
 }
 

@@ -40,10 +40,7 @@ impl ExtFields {
 
     /// The value for `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// Sets `key` to `value`, replacing an existing value in place.
@@ -125,11 +122,7 @@ impl Default for RemotingCommand {
 impl RemotingCommand {
     /// A new request with this server's language and version; the caller sets the opaque.
     pub fn request(code: RequestCode) -> Self {
-        Self {
-            code: code.to_i32(),
-            version: version::CURRENT,
-            ..Self::default()
-        }
+        Self { code: code.to_i32(), version: version::CURRENT, ..Self::default() }
     }
 
     /// A new response (flag 1) with code and remark, and no ext fields; the opaque is set by

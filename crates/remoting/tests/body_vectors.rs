@@ -80,14 +80,8 @@ fn tv13_standard_route_body_is_byte_exact() {
 
 #[test]
 fn tv12_and_tv13_both_read_back_to_the_same_route() {
-    assert_eq!(
-        from_json::<TopicRouteData>(TV12.as_bytes()).unwrap(),
-        route_tv12()
-    );
-    assert_eq!(
-        from_json::<TopicRouteData>(TV13.as_bytes()).unwrap(),
-        route_tv12()
-    );
+    assert_eq!(from_json::<TopicRouteData>(TV12.as_bytes()).unwrap(), route_tv12());
+    assert_eq!(from_json::<TopicRouteData>(TV13.as_bytes()).unwrap(), route_tv12());
 }
 
 #[test]
@@ -129,9 +123,7 @@ struct MapHolder {
 
 #[test]
 fn tv14_long_keyed_map_is_unquoted_in_legacy_and_quoted_in_standard() {
-    let v = MapHolder {
-        map: addrs(&[(0, "Test")]),
-    };
+    let v = MapHolder { map: addrs(&[(0, "Test")]) };
     assert_eq!(legacy(&v), r#"{"map":{0:"Test"}}"#);
     assert_eq!(standard(&v), r#"{"map":{"0":"Test"}}"#);
     assert!(
@@ -150,9 +142,8 @@ struct StringListHolder {
 
 #[test]
 fn tv15_string_list_is_written_in_list_order() {
-    let v = StringListHolder {
-        string_list: ["a", "o", "e", "i", "u", "v"].map(String::from).to_vec(),
-    };
+    let v =
+        StringListHolder { string_list: ["a", "o", "e", "i", "u", "v"].map(String::from).to_vec() };
     assert_eq!(legacy(&v), r#"{"stringList":["a","o","e","i","u","v"]}"#);
 }
 
@@ -177,19 +168,13 @@ fn tv21_default_topic_config_in_json_and_compact_form() {
     let tc = TopicConfig::named("0");
     assert_eq!(legacy(&tc), TV21_JSON);
     assert_eq!(tc.encode_compact(), "0 16 16 6 SINGLE_TAG {}");
-    assert_eq!(
-        TopicConfig::decode_compact("0 16 16 6 SINGLE_TAG {}").unwrap(),
-        tc
-    );
+    assert_eq!(TopicConfig::decode_compact("0 16 16 6 SINGLE_TAG {}").unwrap(), tc);
     assert_eq!(from_json::<TopicConfig>(TV21_JSON.as_bytes()).unwrap(), tc);
 }
 
 #[test]
 fn tv21_null_attributes_end_the_compact_form_in_a_space() {
-    let tc = TopicConfig {
-        attributes: None,
-        ..TopicConfig::named("0")
-    };
+    let tc = TopicConfig { attributes: None, ..TopicConfig::named("0") };
     assert_eq!(tc.encode_compact(), "0 16 16 6 SINGLE_TAG ");
     // Java split drops the trailing empty part, and `new TopicConfig()` starts with `{}`.
     assert_eq!(
@@ -210,14 +195,7 @@ fn compact_form_carries_attributes_but_not_sys_flag_or_order() {
     let line = tc.encode_compact();
     assert_eq!(line, r#"T 16 16 6 MULTI_TAG {"message.type":"FIFO"}"#);
     let back = TopicConfig::decode_compact(&line).unwrap();
-    assert_eq!(
-        back,
-        TopicConfig {
-            order: false,
-            topic_sys_flag: 0,
-            ..tc
-        }
-    );
+    assert_eq!(back, TopicConfig { order: false, topic_sys_flag: 0, ..tc });
 }
 
 #[test]
@@ -231,10 +209,7 @@ fn b2_bad_compact_lines_fail_but_bad_attributes_are_ignored() {
         "T 1  1 6 SINGLE_TAG",
     ] {
         assert!(
-            matches!(
-                TopicConfig::decode_compact(bad),
-                Err(BodyError::CompactTopicConfig { .. })
-            ),
+            matches!(TopicConfig::decode_compact(bad), Err(BodyError::CompactTopicConfig { .. })),
             "{bad:?} must be rejected"
         );
     }
@@ -251,25 +226,16 @@ const TV22_ZLIB: &str = "78da636060b0a8564ace2fcd2b492d52b232d4512a2e492c490d4b2
 fn body_tv22() -> RegisterBrokerBody {
     let mut body = RegisterBrokerBody::default();
     let w = &mut body.topic_config_serialize_wrapper;
-    w.data_version = DataVersion {
-        counter: 1,
-        state_version: 0,
-        timestamp: 1_700_000_000_000,
-    };
-    let tc = TopicConfig {
-        read_queue_nums: 4,
-        write_queue_nums: 4,
-        ..TopicConfig::named("TopicTest")
-    };
+    w.data_version = DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 };
+    let tc =
+        TopicConfig { read_queue_nums: 4, write_queue_nums: 4, ..TopicConfig::named("TopicTest") };
     w.topic_config_table.insert("TopicTest".into(), tc);
     body
 }
 
 fn inflate(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    flate2::read::ZlibDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .expect("valid zlib");
+    flate2::read::ZlibDecoder::new(bytes).read_to_end(&mut out).expect("valid zlib");
     out
 }
 
@@ -280,10 +246,7 @@ fn tv22_jdk_compressed_body_decodes() {
     assert_eq!(body_crc32(&zlib), 164_289_492);
     let body = RegisterBrokerBody::decode_compressed(&zlib, 479).unwrap();
     assert_eq!(body, body_tv22());
-    assert_eq!(
-        RegisterBrokerBody::decode(&zlib, true, 479).unwrap(),
-        body_tv22()
-    );
+    assert_eq!(RegisterBrokerBody::decode(&zlib, true, 479).unwrap(), body_tv22());
 }
 
 #[test]
@@ -291,10 +254,7 @@ fn tv22_own_encoding_has_the_jdk_plaintext_and_best_compression_header() {
     let zlib = body_tv22().encode_compressed(479);
     assert_eq!(&zlib[..2], &[0x78, 0xDA]);
     assert_eq!(inflate(&zlib), hex(TV22_PLAIN));
-    assert_eq!(
-        RegisterBrokerBody::decode_compressed(&zlib, 479).unwrap(),
-        body_tv22()
-    );
+    assert_eq!(RegisterBrokerBody::decode_compressed(&zlib, 479).unwrap(), body_tv22());
 }
 
 /// Compresses `plain` as a broker would.
@@ -326,20 +286,12 @@ fn compressed_with(line: &str, filter: &str) -> Vec<u8> {
 fn compressed_mapping_section_is_read_only_from_version_413() {
     let z = compressed_with("T 4 4 6 SINGLE_TAG {}", "[]");
     let new = RegisterBrokerBody::decode_compressed(&z, 413).unwrap();
-    let info = &new
-        .topic_config_serialize_wrapper
-        .topic_queue_mapping_info_map["S"];
+    let info = &new.topic_config_serialize_wrapper.topic_queue_mapping_info_map["S"];
     assert_eq!(info.curr_id_map, Some([(0, 0)].into_iter().collect()));
     assert_eq!(info.epoch, 7);
     let old = RegisterBrokerBody::decode_compressed(&z, 412).unwrap();
-    assert!(old
-        .topic_config_serialize_wrapper
-        .topic_queue_mapping_info_map
-        .is_empty());
-    assert_eq!(
-        old.topic_config_serialize_wrapper.topic_config_table["T"].read_queue_nums,
-        4
-    );
+    assert!(old.topic_config_serialize_wrapper.topic_queue_mapping_info_map.is_empty());
+    assert_eq!(old.topic_config_serialize_wrapper.topic_config_table["T"].read_queue_nums, 4);
 }
 
 #[test]
@@ -431,11 +383,8 @@ fn tv23_cluster_info_is_byte_exact_and_reads_back() {
     };
     let ci = ClusterInfo {
         broker_addr_table: [("master".to_owned(), bd)].into(),
-        cluster_addr_table: [(
-            "DEFAULT_CLUSTER".to_owned(),
-            BTreeSet::from(["master".to_owned()]),
-        )]
-        .into(),
+        cluster_addr_table: [("DEFAULT_CLUSTER".to_owned(), BTreeSet::from(["master".to_owned()]))]
+            .into(),
     };
     assert_eq!(legacy(&ci), TV23);
     assert_eq!(from_json::<ClusterInfo>(TV23.as_bytes()).unwrap(), ci);
@@ -448,18 +397,12 @@ fn tv24_kv_table_is_byte_exact() {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .into(),
     };
-    assert_eq!(
-        legacy(&kv),
-        r#"{"table":{"key1":"value1","key2":"value2"}}"#
-    );
+    assert_eq!(legacy(&kv), r#"{"table":{"key1":"value1","key2":"value2"}}"#);
 }
 
 #[test]
 fn tv25_zero_data_version_is_byte_exact() {
-    assert_eq!(
-        legacy(&DataVersion::default()),
-        r#"{"counter":0,"stateVersion":0,"timestamp":0}"#
-    );
+    assert_eq!(legacy(&DataVersion::default()), r#"{"counter":0,"stateVersion":0,"timestamp":0}"#);
 }
 
 #[test]
@@ -480,10 +423,9 @@ fn tv29_broker_member_group_body_is_byte_exact() {
 fn route_full() -> TopicRouteData {
     let mut route = route_tv12();
     route.broker_datas[0].zone_name = Some("zone-a".into());
-    route.filter_server_table.insert(
-        "192.168.0.47:10911".into(),
-        vec!["192.168.0.47:30000".into()],
-    );
+    route
+        .filter_server_table
+        .insert("192.168.0.47:10911".into(), vec!["192.168.0.47:30000".into()]);
     route.order_topic_conf = Some("broker-a:8".into());
     let info = TopicQueueMappingInfo {
         bname: Some("broker-a".into()),
@@ -507,28 +449,16 @@ fn fully_populated_route_is_byte_exact_in_both_forms() {
         .replace(r#",1:"192"#, r#","1":"192"#)
         .replace("{0:0,1:1}", r#"{"0":0,"1":1}"#);
     assert_eq!(standard(&route_full()), std_form);
-    assert_eq!(
-        from_json::<TopicRouteData>(ROUTE_FULL_LEGACY.as_bytes()).unwrap(),
-        route_full()
-    );
-    assert_eq!(
-        from_json::<TopicRouteData>(std_form.as_bytes()).unwrap(),
-        route_full()
-    );
+    assert_eq!(from_json::<TopicRouteData>(ROUTE_FULL_LEGACY.as_bytes()).unwrap(), route_full());
+    assert_eq!(from_json::<TopicRouteData>(std_form.as_bytes()).unwrap(), route_full());
 }
 
 #[test]
 fn register_topic_body_is_byte_exact() {
-    let route = TopicRouteData {
-        queue_datas: vec![queue_a()],
-        ..TopicRouteData::default()
-    };
+    let route = TopicRouteData { queue_datas: vec![queue_a()], ..TopicRouteData::default() };
     let expected = r#"{"brokerDatas":[],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":8,"topicSysFlag":0,"writeQueueNums":8}]}"#;
     assert_eq!(legacy(&route), expected);
-    assert_eq!(
-        from_json::<TopicRouteData>(expected.as_bytes()).unwrap(),
-        route
-    );
+    assert_eq!(from_json::<TopicRouteData>(expected.as_bytes()).unwrap(), route);
 }
 
 const REGISTER_BODY: &str = r#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1700000000000},"mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":1700000000000},"topicConfigTable":{"TopicTest":{"attributes":{},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicTest","topicSysFlag":0,"writeQueueNums":4}},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#;
@@ -536,17 +466,12 @@ const REGISTER_BODY: &str = r#"{"filterServerList":[],"topicConfigSerializeWrapp
 #[test]
 fn register_broker_body_is_byte_exact_with_its_crc() {
     let mut body = body_tv22();
-    body.topic_config_serialize_wrapper
-        .mapping_data_version
-        .timestamp = 1_700_000_000_000;
+    body.topic_config_serialize_wrapper.mapping_data_version.timestamp = 1_700_000_000_000;
     let bytes = to_legacy_json(&body);
     assert_eq!(text(bytes.clone()), REGISTER_BODY);
     assert_eq!(bytes.len(), 449);
     assert_eq!(body_crc32(&bytes), 1_188_899_506);
-    assert_eq!(
-        RegisterBrokerBody::decode(&bytes, false, 479).unwrap(),
-        body
-    );
+    assert_eq!(RegisterBrokerBody::decode(&bytes, false, 479).unwrap(), body);
 }
 
 #[test]
@@ -556,14 +481,7 @@ fn pre_v3_0_11_broker_sends_a_bare_wrapper() {
     let body = RegisterBrokerBody::decode(bare.as_bytes(), false, 36).unwrap();
     assert_eq!(body.filter_server_list, None);
     let w = &body.topic_config_serialize_wrapper;
-    assert_eq!(
-        w.data_version,
-        DataVersion {
-            counter: 3,
-            state_version: 0,
-            timestamp: 9
-        }
-    );
+    assert_eq!(w.data_version, DataVersion { counter: 3, state_version: 0, timestamp: 9 });
     assert_eq!(w.topic_config_table["A"], TopicConfig::named("A"));
     assert!(matches!(
         RegisterBrokerBody::decode(bare.as_bytes(), false, -1),
@@ -582,10 +500,7 @@ fn b5_topic_lists_keep_the_given_array_order() {
     }
     let list: TopicList = from_json(br#"{"topicList":["%RETRY%group","TopicTest"]}"#).unwrap();
     assert_eq!(list.broker_addr, None);
-    assert_eq!(
-        list.topic_list,
-        vec!["%RETRY%group".to_owned(), "TopicTest".to_owned()]
-    );
+    assert_eq!(list.topic_list, vec!["%RETRY%group".to_owned(), "TopicTest".to_owned()]);
 }
 
 #[test]
@@ -602,14 +517,8 @@ fn b7_astral_char_is_utf16_escaped_in_standard_and_raw_in_legacy() {
         legacy(&route),
         "{\"brokerDatas\":[],\"filterServerTable\":{},\"orderTopicConf\":\"\u{1F600}/\\u007Fé\\n\",\"queueDatas\":[]}"
     );
-    assert_eq!(
-        from_json::<TopicRouteData>(&to_standard_json(&route)).unwrap(),
-        route
-    );
-    assert_eq!(
-        from_json::<TopicRouteData>(&to_legacy_json(&route)).unwrap(),
-        route
-    );
+    assert_eq!(from_json::<TopicRouteData>(&to_standard_json(&route)).unwrap(), route);
+    assert_eq!(from_json::<TopicRouteData>(&to_legacy_json(&route)).unwrap(), route);
 }
 
 #[test]
@@ -619,14 +528,8 @@ fn map_keys_are_escaped_per_mode_and_string_number_keys_stay_quoted() {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .into(),
     };
-    assert_eq!(
-        legacy(&kv),
-        "{\"table\":{\"\":\"3\",\"0\":\"2\",\"a/\u{e9}\":\"1\"}}"
-    );
-    assert_eq!(
-        standard(&kv),
-        r#"{"table":{"":"3","0":"2","a\/\u00E9":"1"}}"#
-    );
+    assert_eq!(legacy(&kv), "{\"table\":{\"\":\"3\",\"0\":\"2\",\"a/\u{e9}\":\"1\"}}");
+    assert_eq!(standard(&kv), r#"{"table":{"":"3","0":"2","a\/\u00E9":"1"}}"#);
 }
 
 #[test]
@@ -644,25 +547,16 @@ fn longs_beyond_2_pow_53_are_strings_only_in_standard_form() {
         legacy(&dv),
         r#"{"counter":9007199254740992,"stateVersion":9007199254740991,"timestamp":-9007199254740992}"#
     );
-    assert_eq!(
-        from_json::<DataVersion>(&to_standard_json(&dv)).unwrap(),
-        dv
-    );
+    assert_eq!(from_json::<DataVersion>(&to_standard_json(&dv)).unwrap(), dv);
     let big: IntKeyMap<i64, i64> = [(i64::MAX, i64::MIN)].into_iter().collect();
-    assert_eq!(
-        standard(&big),
-        r#"{"9223372036854775807":"-9223372036854775808"}"#
-    );
+    assert_eq!(standard(&big), r#"{"9223372036854775807":"-9223372036854775808"}"#);
     assert_eq!(legacy(&big), "{9223372036854775807:-9223372036854775808}");
 }
 
 #[test]
 fn missing_properties_take_java_defaults() {
     let tc: TopicConfig = from_json(br#"{"topicName":"x"}"#).unwrap();
-    assert_eq!(
-        (tc.read_queue_nums, tc.write_queue_nums, tc.perm),
-        (16, 16, 6)
-    );
+    assert_eq!((tc.read_queue_nums, tc.write_queue_nums, tc.perm), (16, 16, 6));
     assert_eq!(tc.attributes, Some(BTreeMap::new()));
     let info: TopicQueueMappingInfo = from_json(b"{}").unwrap();
     assert_eq!(info.scope.as_deref(), Some("__global__"));
@@ -674,13 +568,7 @@ fn missing_properties_take_java_defaults() {
 fn scalars_are_read_leniently_and_unknown_or_null_properties_ignored() {
     let json = br#"{"brokerName":7,"perm":"6","readQueueNums":8.0,"topicSysFlag":null,"writeQueueNums":" 8 ","extra":{"x":[1]}}"#;
     let q: QueueData = from_json(json).unwrap();
-    assert_eq!(
-        q,
-        QueueData {
-            broker_name: "7".into(),
-            ..queue_a()
-        }
-    );
+    assert_eq!(q, QueueData { broker_name: "7".into(), ..queue_a() });
     let bd: BrokerData =
         from_json(br#"{"brokerAddrs":null,"enableActingMaster":"true","zoneName":null}"#).unwrap();
     assert!(bd.enable_acting_master);

@@ -25,34 +25,27 @@ fn broker_data() -> impl Strategy<Value = BrokerData> {
         any::<bool>(),
         option::of(any_text()),
     )
-        .prop_map(
-            |(addrs, broker_name, cluster, enable_acting_master, zone_name)| BrokerData {
+        .prop_map(|(addrs, broker_name, cluster, enable_acting_master, zone_name)| {
+            BrokerData {
                 broker_addrs: IntKeyMap(addrs),
                 broker_name,
                 cluster,
                 enable_acting_master,
                 zone_name,
-            },
-        )
+            }
+        })
 }
 
 fn queue_data() -> impl Strategy<Value = QueueData> {
-    (
-        any_text(),
-        any::<i32>(),
-        any::<i32>(),
-        any::<i32>(),
-        any::<i32>(),
+    (any_text(), any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>()).prop_map(
+        |(broker_name, perm, read_queue_nums, topic_sys_flag, write_queue_nums)| QueueData {
+            broker_name,
+            perm,
+            read_queue_nums,
+            topic_sys_flag,
+            write_queue_nums,
+        },
     )
-        .prop_map(
-            |(broker_name, perm, read_queue_nums, topic_sys_flag, write_queue_nums)| QueueData {
-                broker_name,
-                perm,
-                read_queue_nums,
-                topic_sys_flag,
-                write_queue_nums,
-            },
-        )
 }
 
 fn mapping_info() -> impl Strategy<Value = TopicQueueMappingInfo> {
@@ -109,10 +102,7 @@ fn cluster_info() -> impl Strategy<Value = ClusterInfo> {
             |(broker_addr_table, cluster_addr_table): (
                 BTreeMap<_, _>,
                 BTreeMap<_, BTreeSet<_>>,
-            )| ClusterInfo {
-                broker_addr_table,
-                cluster_addr_table,
-            },
+            )| ClusterInfo { broker_addr_table, cluster_addr_table },
         )
 }
 
@@ -127,24 +117,19 @@ fn compact_topic() -> impl Strategy<Value = TopicConfig> {
         any::<i32>(),
         any::<i32>(),
         any::<i32>(),
-        prop_oneof![
-            Just(TopicFilterType::SingleTag),
-            Just(TopicFilterType::MultiTag)
-        ],
+        prop_oneof![Just(TopicFilterType::SingleTag), Just(TopicFilterType::MultiTag)],
         // `None` would read back as `{}`, Java's initial value.
         btree_map(word(), word(), 0..3),
     )
-        .prop_map(
-            |(name, read, write, perm, filter, attributes)| TopicConfig {
-                attributes: Some(attributes),
-                perm,
-                read_queue_nums: read,
-                topic_filter_type: filter,
-                topic_name: Some(name),
-                write_queue_nums: write,
-                ..TopicConfig::default()
-            },
-        )
+        .prop_map(|(name, read, write, perm, filter, attributes)| TopicConfig {
+            attributes: Some(attributes),
+            perm,
+            read_queue_nums: read,
+            topic_filter_type: filter,
+            topic_name: Some(name),
+            write_queue_nums: write,
+            ..TopicConfig::default()
+        })
 }
 
 fn compressible_body() -> impl Strategy<Value = RegisterBrokerBody> {
@@ -156,19 +141,12 @@ fn compressible_body() -> impl Strategy<Value = RegisterBrokerBody> {
     )
         .prop_map(
             |((counter, state_version, timestamp), topics, filter_server_list, infos)| {
-                let mut body = RegisterBrokerBody {
-                    filter_server_list,
-                    ..RegisterBrokerBody::default()
-                };
+                let mut body =
+                    RegisterBrokerBody { filter_server_list, ..RegisterBrokerBody::default() };
                 let w = &mut body.topic_config_serialize_wrapper;
-                w.data_version = DataVersion {
-                    counter,
-                    state_version,
-                    timestamp,
-                };
+                w.data_version = DataVersion { counter, state_version, timestamp };
                 for t in topics {
-                    w.topic_config_table
-                        .insert(t.topic_name.clone().unwrap_or_default(), t);
+                    w.topic_config_table.insert(t.topic_name.clone().unwrap_or_default(), t);
                 }
                 for (i, mut info) in infos.into_iter().enumerate() {
                     let topic = format!("static-{i}");

@@ -18,9 +18,9 @@ use remoting::{version, RemotingCommand, ResponseCode};
 use tracing::{info, warn};
 
 use super::{success, success_json};
+use crate::config::Config;
 use crate::dispatch::{HandlerError, HandlerResult};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::config::Config;
 use crate::route::{RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest};
 use crate::state::{ConnCtx, State};
 
@@ -67,7 +67,11 @@ const INLINE_REGISTER_BODY_LIMIT: usize = 64 * 1024;
 
 /// 103: register or refresh a broker and its topics.
 /// Java: `DefaultRequestProcessor#registerBroker` + `RouteInfoManager#registerBroker`
-pub async fn register(state: &Arc<State>, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+pub async fn register(
+    state: &Arc<State>,
+    conn: &ConnCtx,
+    request: &RemotingCommand,
+) -> HandlerResult {
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
         return register_now(state, conn, request);
     }

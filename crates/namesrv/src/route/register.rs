@@ -10,7 +10,8 @@ use tracing::{info, warn};
 
 use super::table::{Group, Live, QueueSpec, RouteTable, UnchangedStamp};
 use super::{
-    UnchangedRegistration, MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, DEFAULT_HEARTBEAT_TIMEOUT_MS,
+    MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, UnchangedRegistration,
+    DEFAULT_HEARTBEAT_TIMEOUT_MS,
 };
 
 /// Java `MixAll.MASTER_ID`.
@@ -225,13 +226,14 @@ impl RouteTable {
 
     /// Whether [`RouteTable::refresh_unchanged`] would apply (a read-only pre-check).
     pub(super) fn may_refresh_unchanged(&self, key: &UnchangedRegistration<'_>) -> bool {
-        self.live.get(key.cluster, key.broker_addr).and_then(|live| live.unchanged_stamp).is_some_and(
-            |stamp| {
+        self.live
+            .get(key.cluster, key.broker_addr)
+            .and_then(|live| live.unchanged_stamp)
+            .is_some_and(|stamp| {
                 stamp.request_digest == key.request_digest
                     && stamp.broker_gen == self.broker_gen
                     && stamp.topics_gen == self.topics_gen
-            },
-        )
+            })
     }
 
     /// A re-registration identical to this address's last one (same request digest), while no
@@ -270,7 +272,8 @@ impl RouteTable {
     fn master_of(&self, cluster: &str, broker_name: &str, broker_id: i64) -> RegisterOutcome {
         let mut outcome = RegisterOutcome::default();
         if broker_id != MASTER_ID {
-            if let Some(master) = self.groups.get(broker_name).and_then(|g| g.addrs.get(&MASTER_ID)) {
+            if let Some(master) = self.groups.get(broker_name).and_then(|g| g.addrs.get(&MASTER_ID))
+            {
                 if let Some(master_live) = self.live.get(cluster, master) {
                     outcome.master_addr = Some(master.to_string());
                     outcome.ha_server_addr = Some(master_live.ha_server_addr.clone());

@@ -44,11 +44,7 @@ impl TopicConfig {
     /// `topicSysFlag` and `order` are not carried. A missing name is written `null`, as Java does.
     /// Java: `TopicConfig#encode`
     pub fn encode_compact(&self) -> String {
-        let attributes = self
-            .attributes
-            .as_ref()
-            .map(to_legacy_json)
-            .unwrap_or_default();
+        let attributes = self.attributes.as_ref().map(to_legacy_json).unwrap_or_default();
         format!(
             "{} {} {} {} {} {}",
             self.topic_name.as_deref().unwrap_or("null"),
@@ -67,10 +63,8 @@ impl TopicConfig {
     /// take their defaults (0, false).
     /// Java: `TopicConfig#decode`
     pub fn decode_compact(line: &str) -> Result<TopicConfig, BodyError> {
-        let bad = |reason: &'static str| BodyError::CompactTopicConfig {
-            line: line.to_owned(),
-            reason,
-        };
+        let bad =
+            |reason: &'static str| BodyError::CompactTopicConfig { line: line.to_owned(), reason };
         let mut parts: Vec<&str> = line.split(' ').collect();
         while parts.last() == Some(&"") {
             parts.pop();
@@ -78,10 +72,8 @@ impl TopicConfig {
         let [name, read, write, perm, filter, rest @ ..] = parts.as_slice() else {
             return Err(bad("fewer than 5 space-separated parts"));
         };
-        let int = |s: &str| {
-            s.parse::<i32>()
-                .map_err(|_| bad("a queue count or perm is not an int"))
-        };
+        let int =
+            |s: &str| s.parse::<i32>().map_err(|_| bad("a queue count or perm is not an int"));
         let mut config = TopicConfig {
             topic_name: Some((*name).to_owned()),
             read_queue_nums: int(read)?,
@@ -146,10 +138,7 @@ impl RegisterBrokerBody {
         bytes: &[u8],
         broker_version: i32,
     ) -> Result<RegisterBrokerBody, BodyError> {
-        let mut r = Parts {
-            inner: ZlibDecoder::new(bytes).take(MAX_INFLATED_BODY + 1),
-            read: 0,
-        };
+        let mut r = Parts { inner: ZlibDecoder::new(bytes).take(MAX_INFLATED_BODY + 1), read: 0 };
         let data_version: DataVersion = from_json(&r.block()?)?;
         let mut body = RegisterBrokerBody::default();
         let wrapper = &mut body.topic_config_serialize_wrapper;
@@ -200,14 +189,9 @@ impl RegisterBrokerBody {
                 put_block(&mut plain, &to_legacy_json(info));
             }
         }
-        let mut z = ZlibEncoder::new(
-            Vec::with_capacity(plain.len() / 4 + 64),
-            Compression::best(),
-        );
+        let mut z = ZlibEncoder::new(Vec::with_capacity(plain.len() / 4 + 64), Compression::best());
         // Compressing into a Vec cannot fail.
-        z.write_all(&plain)
-            .and_then(|()| z.finish())
-            .expect("zlib into a Vec is infallible")
+        z.write_all(&plain).and_then(|()| z.finish()).expect("zlib into a Vec is infallible")
     }
 }
 
@@ -262,10 +246,7 @@ impl<R: Read> Parts<R> {
         }
         // Grows only as data actually arrives: a lying length cannot make us allocate it.
         let mut out = Vec::new();
-        let got = (&mut self.inner)
-            .take(len)
-            .read_to_end(&mut out)
-            .map_err(inflate_error)?;
+        let got = (&mut self.inner).take(len).read_to_end(&mut out).map_err(inflate_error)?;
         if (got as u64) < len {
             return Err(BodyError::Truncated);
         }
@@ -305,10 +286,7 @@ mod tests {
     fn block_longer_than_the_cap_is_refused_before_reading() {
         let mut plain = Vec::new();
         plain.extend_from_slice(&i32::MAX.to_be_bytes());
-        let mut r = Parts {
-            inner: plain.as_slice(),
-            read: 0,
-        };
+        let mut r = Parts { inner: plain.as_slice(), read: 0 };
         assert!(matches!(r.block(), Err(BodyError::TooLarge(_))));
     }
 }

@@ -91,9 +91,7 @@ pub fn write_json<T: ?Sized + Serialize>(out: &mut Vec<u8>, value: &T, mode: Jso
     let _guard = ModeGuard::set(mode);
     let mut ser = serde_json::Serializer::with_formatter(out, FastjsonFormatter::new(mode));
     // Writing into a Vec cannot fail; only a Serialize impl can, and ours do not.
-    value
-        .serialize(&mut ser)
-        .expect("body types serialize infallibly");
+    value.serialize(&mut ser).expect("body types serialize infallibly");
 }
 
 /// Largest magnitude a JavaScript number holds exactly; fastjson's BrowserCompatible writes
@@ -125,11 +123,7 @@ struct FastjsonFormatter {
 
 impl FastjsonFormatter {
     fn new(mode: JsonMode) -> Self {
-        Self {
-            mode,
-            key: Key::None,
-            scratch: Vec::new(),
-        }
+        Self { mode, key: Key::None, scratch: Vec::new() }
     }
 
     /// Called before any scalar is written: resolves a pending key quote as "a text key".

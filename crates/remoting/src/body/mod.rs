@@ -212,22 +212,15 @@ impl<K: IntKey> Visitor<'_> for IntKeySeed<K> {
         if v == "$ref" {
             return Ok(None);
         }
-        v.trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
+        v.trim().parse().map(Some).map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        K::try_from(v)
-            .map(Some)
-            .map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+        K::try_from(v).map(Some).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        K::try_from(v)
-            .map(Some)
-            .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+        K::try_from(v).map(Some).map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
     }
 }
 
@@ -396,10 +389,7 @@ pub struct TopicRouteData {
     #[serde(deserialize_with = "lenient::or_default")]
     pub queue_datas: Vec<QueueData>,
     /// rocketmq-rust names this `topicQueueMappingInfo`; accept both.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        alias = "topicQueueMappingInfo"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "topicQueueMappingInfo")]
     pub topic_queue_mapping_by_broker: Option<BTreeMap<String, TopicQueueMappingInfo>>,
 }
 
@@ -483,10 +473,7 @@ impl Default for TopicConfig {
 impl TopicConfig {
     /// Java `new TopicConfig(name)`: the defaults with a name.
     pub fn named(name: impl Into<String>) -> Self {
-        Self {
-            topic_name: Some(name.into()),
-            ..Self::default()
-        }
+        Self { topic_name: Some(name.into()), ..Self::default() }
     }
 }
 

@@ -76,7 +76,11 @@ fn a_wiped_write_perm_stays_wiped_through_identical_re_registrations() {
     if table.refresh_unchanged(&key(&master, DIGEST), NOW).is_none() {
         register_stamped(&mut table, &master, &["T1"]);
     }
-    assert_eq!(perm_of(&route(&table, "T1"), &master.name), 4, "unchanged DataVersion keeps the wipe");
+    assert_eq!(
+        perm_of(&route(&table, "T1"), &master.name),
+        4,
+        "unchanged DataVersion keeps the wipe"
+    );
 }
 
 #[test]
