@@ -6,7 +6,9 @@ Maven Central (org.apache.rocketmq jars, via interop/java/pom.xml), the Go modul
 """
 
 import os
+import queue
 import shutil
+import subprocess
 import threading
 import time
 
@@ -102,14 +104,19 @@ class Artifacts:
 
         def build():
             lib = self.libdir(gen)
-            src = os.path.join(IDIR, "java", "src", "InteropClient.java")
+            srcdir = os.path.join(IDIR, "java", "src")
+            srcs = sorted(os.path.join(srcdir, f) for f in os.listdir(srcdir) if f.endswith(".java"))
             out = os.path.join(CACHE, "classes-" + ver)
-            cls = os.path.join(out, "InteropClient.class")
-            if os.path.exists(cls) and os.path.getmtime(cls) >= os.path.getmtime(src):
+            stamp = os.path.join(out, ".stamp")
+            newest = max(os.path.getmtime(f) for f in srcs)
+            if os.path.exists(stamp) and os.path.getmtime(stamp) >= newest:
                 return out
+            shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out, exist_ok=True)
             rc, text, _ = self.procs.run("javac-" + ver, [javac_bin(), "-nowarn", "-d", out,
-                                                           "-cp", lib + "/*", src], timeout=300)
+                                                           "-cp", lib + "/*"] + srcs, timeout=300)
+            if rc == 0:
+                open(stamp, "w").close()
             if rc != 0:
                 raise SetupError("javac failed against %s:\n%s" % (ver, text[-3000:]))
             return out
@@ -203,6 +210,8 @@ class Namesrv:
         else:
             lib = self.env.artifacts.libdir("5")
             argv = [java_bin(), "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    # No TLS listener: building its self-signed SSL context costs seconds of CPU.
+                    "-Dtls.server.mode=disabled",
                     "-Duser.home=" + self.dir,
                     "-Drmq.logback.configurationFile=" + self.env.shaded_logback,
                     "-cp", lib + "/*", "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", self.conf]
@@ -297,6 +306,8 @@ class Broker:
                 "--add-opens", "java.base/java.nio=ALL-UNNAMED",
                 "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
                 "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+                # No TLS listener: building its self-signed SSL contexts costs ~10 s of CPU per broker.
+                "-Dtls.server.mode=disabled",
                 "-Duser.home=" + self.dir,
                 "-Drmq.logback.configurationFile=" + self.env.shaded_logback,
                 "-cp", lib + "/*", "org.apache.rocketmq.broker.BrokerStartup", "-c", conf]
@@ -353,6 +364,8 @@ class Env:
             "legacy": Broker(self, "legacy", "4", LEGACY_CLUSTER, "broker-legacy", 0),
         }
         self.lock = threading.Lock()
+        self.admin_shells = {}
+        self.prestart = []
 
     # ---- addresses -------------------------------------------------------------------------
 
@@ -406,8 +419,16 @@ class Env:
             "%s=%s(%s)" % (n.key, n.addr, n.impl) for n in todo)))
 
     def ensure(self, *keys):
-        """Start the named brokers (and every nameserver) unless already running."""
+        """Start the named brokers (and every nameserver) unless already running.
+
+        The first call also starts the brokers listed in `self.prestart` (those that later
+        scenarios of the run will need), so that all brokers boot in parallel once.
+        """
         self.ensure_namesrvs()
+        keys = list(keys)
+        if self.prestart:
+            keys += [k for k in self.prestart if k not in keys]
+            self.prestart = []
         todo = [self.brokers[k] for k in keys if not self.brokers[k].alive()]
         if not todo:
             return
@@ -443,23 +464,41 @@ class Env:
         return opts
 
     def mqadmin(self, args, ns=None, gen="5", timeout=90):
-        """Run `mqadmin <args> -n <ns>`; returns (rc, output)."""
-        lib = self.artifacts.libdir(gen)
-        argv = [java_bin()] + self.client_jvm_opts(gen) + [
-            "-cp", lib + "/*", "org.apache.rocketmq.tools.command.MQAdminStartup"] + list(args) + [
-            "-n", ns or self.sut1]
-        rc, out, _ = self.procs.run("mqadmin-%s-%s" % (GEN_VERSION[gen], args[0]), argv, timeout,
-                                    env={"ROCKETMQ_HOME": self.rmq_home})
+        """Run `mqadmin <args> -n <ns>`; returns (rc, output).
+
+        By default the command runs in a long-lived AdminShell JVM (the real MQAdminStartup code,
+        without a JVM start per command); INTEROP_MQADMIN_FORK=1 starts one JVM per command.
+        rc is 0 unless the tool was killed, exited, or threw past MQAdminStartup; mqadmin itself
+        reports failures only in its output.
+        """
+        full = list(args) + ["-n", ns or self.sut1]
+        if os.environ.get("INTEROP_MQADMIN_FORK") == "1":
+            lib = self.artifacts.libdir(gen)
+            argv = [java_bin()] + self.client_jvm_opts(gen) + [
+                "-cp", lib + "/*", "org.apache.rocketmq.tools.command.MQAdminStartup"] + full
+            rc, out, _ = self.procs.run("mqadmin-%s-%s" % (GEN_VERSION[gen], args[0]), argv, timeout,
+                                        env={"ROCKETMQ_HOME": self.rmq_home})
+            return rc, out
+        with self.lock:
+            shell = self.admin_shells.get(gen)
+            if shell is None or not shell.alive():
+                shell = AdminShell(self, gen)
+                self.admin_shells[gen] = shell
+        t0 = time.time()
+        rc, out = shell.run(full, timeout)
+        shell.log("$ mqadmin %s  [%.1fs rc=%s]\n%s" % (" ".join(full), time.time() - t0, rc, out))
         return rc, out
 
-    def jclient_argv(self, gen, mode, **kw):
+    def jclient_argv(self, gen, mode, tls=False, **kw):
         lib = self.artifacts.libdir(gen)
         cls = self.artifacts.classes(gen)
-        return [java_bin()] + self.client_jvm_opts(gen) + [
+        return [java_bin()] + self.client_jvm_opts(gen, tls) + [
             "-cp", cls + ":" + lib + "/*", "InteropClient", mode] + ["%s=%s" % kv for kv in kw.items()]
 
-    def jclient(self, gen, mode, timeout=120, **kw):
-        rc, out, _ = self.procs.run("jclient-%s-%s" % (GEN_VERSION[gen], mode), self.jclient_argv(gen, mode, **kw),
+    def jclient(self, gen, mode, timeout=120, tls=False, **kw):
+        """Run InteropClient to completion; tls=True is the hook for issue #7 (client over TLS)."""
+        rc, out, _ = self.procs.run("jclient-%s-%s" % (GEN_VERSION[gen], mode),
+                                    self.jclient_argv(gen, mode, tls, **kw),
                                     timeout, env={"ROCKETMQ_HOME": self.rmq_home})
         return rc, out
 
@@ -472,6 +511,70 @@ class Env:
         argv = [b, mode] + ["-%s=%s" % kv for kv in kw.items()]
         rc, out, _ = self.procs.run("goclient-" + mode, argv, timeout, env={"HOME": self.tools_home})
         return rc, out
+
+
+class AdminShell:
+    """A long-lived JVM running interop/java/src/AdminShell.java (mqadmin without JVM starts)."""
+
+    def __init__(self, env, gen):
+        self.env = env
+        self.gen = gen
+        self.lock = threading.Lock()
+        lib = env.artifacts.libdir(gen)
+        cls = env.artifacts.classes(gen)
+        argv = [java_bin()] + env.client_jvm_opts(gen) + ["-Djava.security.manager=allow",
+                                                          "-cp", cls + ":" + lib + "/*", "AdminShell"]
+        full_env = dict(os.environ, ROCKETMQ_HOME=env.rmq_home)
+        self.transcript = os.path.join(env.procs.logdir, "mqadmin-shell-%s.log" % GEN_VERSION[gen])
+        self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=open(self.transcript + ".stderr", "wb"), env=full_env,
+                                      start_new_session=True)
+        env.procs.adopt("mqadmin-shell-" + GEN_VERSION[gen], self.popen, self.transcript)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        first = self._line(120)
+        if first != "@@READY@@":
+            raise SetupError("AdminShell %s did not start: %r" % (GEN_VERSION[gen], first))
+
+    def _pump(self):
+        for raw in self.popen.stdout:
+            self.lines.put(raw.decode("utf-8", "replace").rstrip("\n"))
+        self.lines.put(None)
+
+    def _line(self, timeout):
+        try:
+            return self.lines.get(timeout=max(0.1, timeout))
+        except queue.Empty:
+            return None
+
+    def alive(self):
+        return self.popen.poll() is None
+
+    def log(self, text):
+        with open(self.transcript, "a") as f:
+            f.write(text + "\n")
+
+    def run(self, args, timeout):
+        with self.lock:
+            if not self.alive():
+                return None, "AdminShell is not running"
+            try:
+                self.popen.stdin.write(("\t".join(args) + "\n").encode("utf-8"))
+                self.popen.stdin.flush()
+            except OSError as e:
+                return None, "AdminShell write failed: %r" % e
+            out = []
+            deadline = time.time() + timeout
+            while True:
+                ln = self._line(deadline - time.time())
+                if ln is None:
+                    # Timed out or the shell died: kill it; the next command starts a new one.
+                    self.env.procs.kill_popen(self.popen)
+                    return None, "\n".join(out) + "\n(AdminShell timed out or died)"
+                if ln.startswith("@@END@@ "):
+                    status = ln[8:]
+                    return (0 if status == "ok" else 1), "\n".join(out)
+                out.append(ln)
 
 
 # ---- small query helpers used by several scenarios --------------------------------------------

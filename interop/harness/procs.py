@@ -72,6 +72,19 @@ class Procs:
             self.procs.append(proc)
         return proc
 
+    def adopt(self, name, popen, log_path):
+        """Track a process started elsewhere (in its own session) so that cleanup() kills it."""
+        proc = Proc(name, popen, log_path, popen.args)
+        with self.lock:
+            self.procs.append(proc)
+        return proc
+
+    def kill_popen(self, popen):
+        for p in list(self.procs):
+            if p.popen is popen:
+                self.kill(p)
+                return
+
     def run(self, name, argv, timeout, env=None, cwd=None):
         """Run a short-lived command to completion (bounded); returns (rc, output, seconds).
 

@@ -21,6 +21,7 @@ PUT_KV_CONFIG = 100
 GET_KV_CONFIG = 101
 DELETE_KV_CONFIG = 102
 REGISTER_BROKER = 103
+UNREGISTER_BROKER = 104
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 WIPE_WRITE_PERM_OF_BROKER = 205
@@ -92,8 +93,11 @@ def _encode_binary_header(code, ext, opaque, version, language, flag):
 
 
 def encode_request(code, ext=None, body=None, opaque=1, version=V5_3_3,
-                   language="JAVA", flag=0, serialize="JSON"):
-    """One request frame; `serialize` is "JSON" or "ROCKETMQ" (binary header)."""
+                   language="JAVA", flag=0, serialize="JSON", raw_ext=False):
+    """One request frame; `serialize` is "JSON" or "ROCKETMQ" (binary header).
+
+    With raw_ext the JSON header's extFields values are written as given (e.g. numbers).
+    """
     if serialize == "ROCKETMQ":
         hb = _encode_binary_header(code, ext, opaque, version, language, flag)
         stype = 1
@@ -101,8 +105,8 @@ def encode_request(code, ext=None, body=None, opaque=1, version=V5_3_3,
         header = {"code": code, "flag": flag, "language": language, "opaque": opaque,
                   "serializeTypeCurrentRPC": "JSON", "version": version}
         if ext is not None:
-            header["extFields"] = {k: str(v) for k, v in ext.items()}
-        hb = json.dumps(header, separators=(",", ":"), sort_keys=True).encode("utf-8")
+            header["extFields"] = dict(ext) if raw_ext else {k: str(v) for k, v in ext.items()}
+        hb = json.dumps(header, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode("utf-8")
         stype = 0
     bb = body if isinstance(body, (bytes, bytearray)) else (body or "").encode("utf-8")
     total = 4 + len(hb) + len(bb)
@@ -213,12 +217,12 @@ class Conn:
         return bytes(buf)
 
     def request(self, code, ext=None, body=None, version=V5_3_3, language="JAVA", oneway=False,
-                serialize="JSON"):
+                serialize="JSON", raw_ext=False):
         with self.lock:
             self.opaque += 1
             op = self.opaque
             self.sock.sendall(encode_request(code, ext, body, op, version, language,
-                                             2 if oneway else 0, serialize))
+                                             2 if oneway else 0, serialize, raw_ext))
             if oneway:
                 return None
             while True:

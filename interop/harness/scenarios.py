@@ -4,6 +4,7 @@ import json
 import os
 import re
 import time
+import zlib
 
 from . import diff
 from . import remoting as rm
@@ -407,6 +408,7 @@ def s5_two_namesrvs(env, c):
         sut1.start()
         sut1.wait_ready(90 if sut1.impl == "java" else 30)
         c.fig("sut1 restart until serving (s)", "%.1f" % (time.time() - t0))
+        t0 = time.time()
         expected = {(b.name, b.broker_id, b.addr) for b in env.brokers.values() if b.alive()}
 
         def complete():
@@ -418,7 +420,7 @@ def s5_two_namesrvs(env, c):
         secs = time.time() - t0
         c.check(ok_reg, "all %d live brokers re-registered with the restarted sut1 and the route of %s is back" % (
             len(expected), topic))
-        c.fig("re-registration after restart (s)", "%.1f" % secs)
+        c.fig("re-registration after sut1 serves again (s)", "%.1f" % secs)
         c.check(ok_reg and secs <= 30, "re-registration within the 30 s period (%.1f s)" % secs)
         t_back = int(time.time() * 1000)
         time.sleep(2.0)
@@ -498,7 +500,8 @@ def s7_go(env, c):
 
 class Probe:
     def __init__(self, name, code, ext=None, body=None, version=rm.V5_3_3, language="JAVA",
-                 serialize="JSON", retry=True):
+                 serialize="JSON", retry=True, raw_ext=False):
+        self.raw_ext = raw_ext
         self.name = name
         self.code = code
         self.ext = ext
@@ -508,10 +511,11 @@ class Probe:
         self.serialize = serialize
         self.retry = retry
 
-    def describe(self):
+    def describe(self, limit=200):
         return "code=%d version=%d language=%s header=%s ext=%s body=%s" % (
             self.code, self.version, self.language, self.serialize, self.ext,
-            None if self.body is None else diff.short(self.body if isinstance(self.body, str) else repr(self.body), 200))
+            None if self.body is None else diff.short(self.body if isinstance(self.body, str) else repr(self.body),
+                                                      limit))
 
 
 class Side:
@@ -526,7 +530,8 @@ class Side:
             try:
                 if self.conn is None:
                     self.conn = rm.Conn(self.addr, timeout=5)
-                return self.conn.request(p.code, p.ext, p.body, p.version, p.language, serialize=p.serialize)
+                return self.conn.request(p.code, p.ext, p.body, p.version, p.language, serialize=p.serialize,
+                                         raw_ext=p.raw_ext)
             except Exception as e:  # noqa: BLE001 - reported as a transport difference
                 if self.conn:
                     self.conn.close()
@@ -585,6 +590,12 @@ def diff_probes(env, sut_ci, ref_ci, topics):
                 ps.append(P("query-data-version[%s/%s]" % (bn, bid), rm.QUERY_DATA_VERSION,
                             {"brokerName": bn, "brokerAddr": addr, "clusterName": bd.get("cluster"), "brokerId": bid},
                             body='{"counter":0,"stateVersion":0,"timestamp":0}'))
+    for bn, bd in sorted(((sut_ci or {}).get("brokerAddrTable") or {}).items())[:1]:
+        for bid, addr in sorted((bd.get("brokerAddrs") or {}).items())[:1]:
+            # JSON header whose extFields carry a number (accepted and stringified by Java).
+            ps.append(P("query-data-version[%s/%s]/numeric-ext" % (bn, bid), rm.QUERY_DATA_VERSION,
+                        {"brokerName": bn, "brokerAddr": addr, "clusterName": bd.get("cluster"), "brokerId": int(bid)},
+                        body='{"counter":0,"stateVersion":0,"timestamp":0}', raw_ext=True))
     ps.append(P("query-data-version[unknown]", rm.QUERY_DATA_VERSION,
                 {"brokerName": "no-such-broker", "brokerAddr": "127.0.0.1:1", "clusterName": CLUSTER, "brokerId": "0"},
                 body='{"counter":0,"stateVersion":0,"timestamp":0}'))
@@ -602,6 +613,13 @@ def diff_probes(env, sut_ci, ref_ci, topics):
         P("kv/list-after-delete", rm.GET_KVLIST_BY_NAMESPACE, {"namespace": ns}, retry=False),
         P("kv/delete-missing", rm.DELETE_KV_CONFIG, {"namespace": "InteropNoNS", "key": key}, retry=False),
         P("kv/put-without-key", rm.PUT_KV_CONFIG, {"namespace": ns, "value": "v"}, retry=False),
+        P("kv/put-non-ascii", rm.PUT_KV_CONFIG, {"namespace": ns, "key": "k\u00e9", "value": "v\u4e2d\u00e9"},
+          retry=False),
+        P("kv/get-non-ascii", rm.GET_KV_CONFIG, {"namespace": ns, "key": "k\u00e9"}, retry=False),
+        P("kv/get-non-ascii/rocketmq-header", rm.GET_KV_CONFIG, {"namespace": ns, "key": "k\u00e9"},
+          serialize="ROCKETMQ", retry=False),
+        P("kv/list-non-ascii", rm.GET_KVLIST_BY_NAMESPACE, {"namespace": ns}, retry=False),
+        P("kv/delete-non-ascii", rm.DELETE_KV_CONFIG, {"namespace": ns, "key": "k\u00e9"}, retry=False),
     ]
     # Config.
     ps.append(P("config/get", rm.GET_NAMESRV_CONFIG))
@@ -620,6 +638,7 @@ def diff_probes(env, sut_ci, ref_ci, topics):
           {"clusterName": CLUSTER, "brokerAddr": "127.0.0.1:1", "brokerName": "no-such-broker"}),
         P("delete-topic[NoSuchTopic]", rm.DELETE_TOPIC_IN_NAMESRV, {"topic": "InteropNoSuchTopic"}),
     ]
+    ps += fake_broker_probes()
     # REGISTER_TOPIC_IN_NAMESRV then read back, then delete (order matters).
     reg = json.dumps({"queueDatas": [{"brokerName": "broker-b", "perm": 6, "readQueueNums": 2,
                                       "topicSysFlag": 0, "writeQueueNums": 2}]})
@@ -629,6 +648,95 @@ def diff_probes(env, sut_ci, ref_ci, topics):
         P("route[InteropDiffReg]/after-register", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropDiffReg"}, retry=False),
         P("delete-topic[InteropDiffReg]", rm.DELETE_TOPIC_IN_NAMESRV, {"topic": "InteropDiffReg"}, retry=False),
         P("route[InteropDiffReg]/after-delete", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropDiffReg"}, retry=False),
+    ]
+    return ps
+
+
+def register_body(topics, counter=3, timestamp=1700000000000):
+    """A RegisterBrokerBody (uncompressed JSON) as a 5.x broker sends it."""
+    table = {}
+    for name, perm, q, sysflag in topics:
+        table[name] = {"attributes": {}, "order": False, "perm": perm, "readQueueNums": q,
+                       "topicFilterType": "SINGLE_TAG", "topicName": name, "topicSysFlag": sysflag,
+                       "writeQueueNums": q}
+    return json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
+        "dataVersion": {"counter": counter, "stateVersion": 0, "timestamp": timestamp},
+        "topicConfigTable": table}}, separators=(",", ":"), ensure_ascii=False)
+
+
+def register_ext(name, addr, bid, body, cluster="InteropFakeCluster", acting=True, crc=None):
+    ext = {"brokerName": name, "brokerAddr": addr, "clusterName": cluster, "haServerAddr": addr[:-1] + "9",
+           "brokerId": str(bid), "compressed": "false",
+           "bodyCrc32": str(crc if crc is not None else zlib.crc32(body.encode("utf-8")) & 0x7FFFFFFF)}
+    if acting:
+        ext["enableActingMaster"] = "false"
+    return ext
+
+
+NON_ASCII_TOPIC = "InteropFake-\u00e9\u4e2d"
+
+
+def fake_broker_probes():
+    """REGISTER_BROKER / UNREGISTER_BROKER from the prober itself (a fake broker group on the probe
+    connection), with reads in between; all in a cluster of its own."""
+    P = Probe
+    topics = [("InteropFakeA", 6, 4, 0), ("InteropFakeB", 7, 2, 1), ("InteropFakeC", 4, 1, 2),
+              (NON_ASCII_TOPIC, 6, 1, 0)]
+    body = register_body(topics)
+    master, slave, third, old = "127.0.0.1:11911", "127.0.0.1:11921", "127.0.0.1:11931", "127.0.0.1:11941"
+    dv = '{"counter":3,"stateVersion":0,"timestamp":1700000000000}'
+    single = register_body([("InteropFakeSingle", 6, 1, 0)])
+    ps = [
+        P("fake/register-master", rm.REGISTER_BROKER, register_ext("broker-fake", master, 0, body), body=body,
+          retry=False),
+        P("fake/register-slave", rm.REGISTER_BROKER, register_ext("broker-fake", slave, 1, body), body=body,
+          retry=False),
+        P("fake/register-bad-crc", rm.REGISTER_BROKER, register_ext("broker-fake", third, 2, body, crc=12345),
+          body=body, retry=False),
+        P("fake/register-single-topic-first-time", rm.REGISTER_BROKER,
+          register_ext("broker-fake", third, 2, single), body=single, retry=False),
+        P("fake/register-old-version-broker", rm.REGISTER_BROKER,
+          register_ext("broker-fake-old", old, 0, body, acting=False), body=body, version=rm.V4_9_3, retry=False),
+        P("fake/route[InteropFakeA]/v479", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeA"}),
+        P("fake/route[InteropFakeA]/v399", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeA"}, version=rm.V4_9_3),
+        P("fake/route[InteropFakeB]/v479", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeB"}),
+        P("fake/route[InteropFakeSingle]", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeSingle"}),
+        P("fake/route[non-ascii topic]/v479", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": NON_ASCII_TOPIC}),
+        P("fake/route[non-ascii topic]/v399", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": NON_ASCII_TOPIC},
+          version=rm.V4_9_3),
+        P("fake/topic-list/all", rm.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+        P("fake/cluster-info", rm.GET_BROKER_CLUSTER_INFO),
+        P("fake/topics-by-cluster", rm.GET_TOPICS_BY_CLUSTER, {"cluster": "InteropFakeCluster"}),
+        P("fake/unit-topic-list", rm.GET_UNIT_TOPIC_LIST),
+        P("fake/has-unit-sub-topic-list", rm.GET_HAS_UNIT_SUB_TOPIC_LIST),
+        P("fake/has-unit-sub-ununit-topic-list", rm.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST),
+        P("fake/member-group", rm.GET_BROKER_MEMBER_GROUP,
+          {"clusterName": "InteropFakeCluster", "brokerName": "broker-fake"}),
+        P("fake/query-data-version-same", rm.QUERY_DATA_VERSION,
+          {"brokerName": "broker-fake", "brokerAddr": master, "clusterName": "InteropFakeCluster", "brokerId": "0"},
+          body=dv),
+        P("fake/query-data-version-other", rm.QUERY_DATA_VERSION,
+          {"brokerName": "broker-fake", "brokerAddr": master, "clusterName": "InteropFakeCluster", "brokerId": "0"},
+          body='{"counter":4,"stateVersion":0,"timestamp":1700000000000}'),
+        P("fake/wipe-write-perm", rm.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-fake"}, retry=False),
+        P("fake/route[InteropFakeB]/after-wipe", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeB"}),
+        P("fake/add-write-perm", rm.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-fake"}, retry=False),
+        P("fake/route[InteropFakeB]/after-add", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeB"}),
+        P("fake/delete-topic-in-cluster", rm.DELETE_TOPIC_IN_NAMESRV,
+          {"topic": "InteropFakeC", "clusterName": "InteropFakeCluster"}, retry=False),
+        P("fake/route[InteropFakeC]/after-delete", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeC"}),
+    ]
+    for name, addr, bid in (("broker-fake", slave, 1), ("broker-fake", master, 0), ("broker-fake-old", old, 0)):
+        ps.append(P("fake/unregister[%s/%d]" % (name, bid), rm.UNREGISTER_BROKER,
+                    {"brokerName": name, "brokerAddr": addr, "clusterName": "InteropFakeCluster",
+                     "brokerId": str(bid)}, retry=False))
+    # Unregistration is asynchronous in Java: these reads are retried until both agree.
+    ps += [
+        P("fake/route[InteropFakeA]/after-unregister", rm.GET_ROUTEINFO_BY_TOPIC, {"topic": "InteropFakeA"}),
+        P("fake/cluster-info/after-unregister", rm.GET_BROKER_CLUSTER_INFO),
+        P("fake/query-data-version/after-unregister", rm.QUERY_DATA_VERSION,
+          {"brokerName": "broker-fake", "brokerAddr": master, "clusterName": "InteropFakeCluster", "brokerId": "0"},
+          body=dv),
     ]
     return ps
 
@@ -648,11 +756,18 @@ def s8_differential(env, c):
 
     # Let registrations settle: same brokers and topics on both sides.
     def settled():
-        a, b = cluster_info(sut), cluster_info(ref)
+        a, b = diff.normalize(cluster_info(sut)), diff.normalize(cluster_info(ref))
         ta, tb = topic_list(sut), topic_list(ref)
         return (a, b, ta | tb) if (a == b and ta == tb and a) else None
     st = wait_until(settled, 25, 0.5)
-    c.check(st, "SUT and reference agree on cluster info and topic list before probing")
+    if not c.check(st, "SUT and reference agree on cluster info and topic list before probing"):
+        d = []
+        diff.diff_values(diff.normalize(cluster_info(sut)), diff.normalize(cluster_info(ref)), "cluster-info", d)
+        ta, tb = topic_list(sut), topic_list(ref)
+        if ta != tb:
+            d.append(("topic-list", sorted(ta - tb), sorted(tb - ta)))
+        for path, va, vb in d[:10]:
+            c.note("not settled: %s sut=%s ref=%s" % (path, diff.short(va, 200), diff.short(vb, 200)))
     sut_ci, ref_ci = cluster_info(sut), cluster_info(ref)
     topics = topic_list(sut) | topic_list(ref)
     probes = diff_probes(env, sut_ci, ref_ci, topics)
@@ -660,6 +775,7 @@ def s8_differential(env, c):
     sa, sb = Side(sut), Side(ref)
     failing = []
     allowed = []
+    full = open(os.path.join(env.rundir, "differential-all.txt"), "w")
     with open(report_path, "w") as rep:
         rep.write("SUT %s (%s) vs reference Java %s\n\n" % (sut, env.impl, ref))
         for p in probes:
@@ -674,6 +790,12 @@ def s8_differential(env, c):
                 if not d or i == attempts - 1:
                     break
                 time.sleep(1.5)
+            full.write("=== %s\nrequest: %s\n" % (p.name, p.describe(4000)))
+            for side, r in (("sut", ra), ("ref", rb)):
+                if isinstance(r, Exception):
+                    full.write("  %s: %r\n" % (side, r))
+                else:
+                    full.write("  %s: %s %s\n" % (side, json.dumps(r.header, sort_keys=True), r.body_text()))
             bad = []
             for path, va, vb in d:
                 entry = next((e for e in allow if e.matches(p.name, path)), None)
@@ -684,7 +806,7 @@ def s8_differential(env, c):
                     bad.append((path, va, vb))
             if bad:
                 failing.append((p, bad))
-                rep.write("=== %s\nrequest: %s\n" % (p.name, p.describe()))
+                rep.write("=== %s\nrequest: %s\n" % (p.name, p.describe(4000)))
                 for path, va, vb in bad:
                     rep.write("  DIFF %s\n    sut: %s\n    ref: %s\n" % (path, diff.short(va, 2000), diff.short(vb, 2000)))
                 for side, r in (("sut", ra), ("ref", rb)):
@@ -698,6 +820,7 @@ def s8_differential(env, c):
         for p, path, va, vb, e in allowed:
             rep.write("  %s %s: sut=%s ref=%s  [allowlist line %d: %s]\n" % (
                 p.name, path, diff.short(va, 200), diff.short(vb, 200), e.lineno, e.reason))
+    full.close()
     sa.close()
     sb.close()
     n_diff = sum(len(b) for _, b in failing)

@@ -146,7 +146,8 @@ impl RouteTable {
     }
 
     /// GET_SYSTEM_TOPIC_LIST_FROM_NS: every cluster name and broker name, plus the lowest-id
-    /// address of the first (by name) group that has one.
+    /// address of the first group that has one, "first" in the iteration order of Java's
+    /// `brokerAddrTable` (so the client is sent to the same broker as by a Java nameserver).
     /// Java: `RouteInfoManager#getSystemTopicList`
     pub fn system_topics(&self) -> TopicList {
         let mut names: BTreeSet<String> = BTreeSet::new();
@@ -154,8 +155,13 @@ impl RouteTable {
             names.insert(cluster.to_string());
             names.extend(brokers.iter().map(|b| b.to_string()));
         }
-        let broker_addr =
-            self.groups.values().find_map(|g| g.addrs.values().next()).map(|a| a.to_string());
+        let table_size = java_broker_table_size(self.groups.len());
+        let broker_addr = self
+            .groups
+            .iter()
+            .filter_map(|(name, g)| g.addrs.values().next().map(|addr| (name, addr)))
+            .min_by_key(|(name, _)| (java_bucket(name, table_size), *name))
+            .map(|(_, addr)| addr.to_string());
         TopicList { broker_addr, topic_list: names.into_iter().collect() }
     }
 
@@ -295,5 +301,36 @@ mod tests {
                 && !UnitKind::HasUnitSub.matches(1)
         );
         assert!(UnitKind::HasUnitSubNotUnit.matches(2) && !UnitKind::HasUnitSubNotUnit.matches(3));
+    }
+}
+
+/// The table size of Java's `brokerAddrTable` (`new ConcurrentHashMap<>(128)`: 256 buckets,
+/// doubled whenever `groups` reaches three quarters of it).
+fn java_broker_table_size(groups: usize) -> usize {
+    let mut size = 256;
+    while groups >= size - size / 4 {
+        size *= 2;
+    }
+    size
+}
+
+/// The bucket of a `String` key in a JDK `ConcurrentHashMap` of `table_size` buckets.
+fn java_bucket(key: &str, table_size: usize) -> usize {
+    let h = remoting::headers::java_string_hash(key);
+    let spread = (h ^ ((h as u32) >> 16) as i32) & 0x7fff_ffff;
+    spread as usize & (table_size - 1)
+}
+
+#[cfg(test)]
+mod java_order_tests {
+    use super::java_bucket;
+
+    /// Buckets computed by the JDK for a 256-bucket table (the interop differential test saw
+    /// Java choose broker-b first).
+    #[test]
+    fn broker_names_land_in_jdk_buckets() {
+        assert_eq!(java_bucket("broker-b", 256), 88);
+        assert_eq!(java_bucket("broker-a", 256), 91);
+        assert_eq!(java_bucket("broker-legacy", 256), 212);
     }
 }
