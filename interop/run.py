@@ -17,6 +17,7 @@ import threading
 import time
 import traceback
 
+sys.dont_write_bytecode = True  # no harness/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness.fixture import CACHE, Artifacts, Env, SetupError  # noqa: E402

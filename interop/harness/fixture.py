@@ -180,12 +180,20 @@ PLAIN_LOGBACK = SHADED_LOGBACK.replace("org.apache.rocketmq.logging.ch.qos.logba
 
 
 class Namesrv:
-    """One nameserver process: the SUT (rust or java) or the Java reference."""
+    """One nameserver process: the SUT (rust or java) or the Java reference.
 
-    def __init__(self, env, key, impl):
+    `tls` ({key: value} of `tls.*` settings, e.g. `tls.server.mode`) turns its TLS on: ours reads
+    them from the `-c` file, Java's from system properties. Without it TLS is left at our default
+    (permissive, test mode) and Java's is disabled. `ssl_context` (an `ssl.SSLContext`) is what the
+    harness's own raw requests to it use (needed when `tls.server.mode` is `enforcing`).
+    """
+
+    def __init__(self, env, key, impl, tls=None, ssl_context=None):
         self.env = env
         self.key = key
         self.impl = impl
+        self.tls = dict(tls or {})
+        self.ssl_context = ssl_context
         self.port = free_port_block((0,))
         self.addr = "127.0.0.1:%d" % self.port
         self.dir = os.path.join(env.rundir, "ns-" + key)
@@ -194,6 +202,9 @@ class Namesrv:
         with open(self.conf, "w") as f:
             f.write("listenPort=%d\n" % self.port)
             f.write("kvConfigPath=%s\n" % os.path.join(self.dir, "kvConfig.json"))
+            if impl == "rust":
+                for k, v in self.tls.items():
+                    f.write("%s=%s\n" % (k, v))
         self.proc = None
         self.starts = 0
 
@@ -207,11 +218,15 @@ class Namesrv:
         if self.impl == "rust":
             argv = [self.env.artifacts.rust_namesrv(), "-c", self.conf]
             env["RUST_LOG"] = os.environ.get("RUST_LOG", "info")
+            if self.tls:
+                # Refused connections (plaintext under enforcing, failed handshakes) are logged at debug.
+                env["RUST_LOG"] += ",namesrv::server=debug"
         else:
             lib = self.env.artifacts.libdir("5")
-            argv = [java_bin(), "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                    # No TLS listener: building its self-signed SSL context costs seconds of CPU.
-                    "-Dtls.server.mode=disabled",
+            # Without `tls`: no TLS listener (building its self-signed SSL context costs seconds of CPU).
+            tls_props = ["-D%s=%s" % kv for kv in self.tls.items()] or ["-Dtls.server.mode=disabled"]
+            argv = [java_bin(), "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"
+                    ] + tls_props + [
                     "-Duser.home=" + self.dir,
                     "-Drmq.logback.configurationFile=" + self.env.shaded_logback,
                     "-cp", lib + "/*", "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", self.conf]
@@ -224,7 +239,7 @@ class Namesrv:
                     self.key, self.proc.popen.returncode, self.proc.log_tail()))
             if not port_open(self.addr):
                 return False
-            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2)
+            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2, ssl_context=self.ssl_context)
             return r.code == 0
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -258,6 +273,8 @@ class Broker:
         self.port = free_port_block((-2, -1, 0, 1))
         self.addr = "127.0.0.1:%d" % self.port
         self.dir = os.path.join(env.rundir, "broker-" + key)
+        # Extra JVM options, e.g. -Dtls.enable=true (its own connections to nameservers over TLS).
+        self.jvm_extra = []
         self.proc = None
         self.starts = 0
 
@@ -310,6 +327,7 @@ class Broker:
                 "-Dtls.server.mode=disabled",
                 "-Duser.home=" + self.dir,
                 "-Drmq.logback.configurationFile=" + self.env.shaded_logback,
+                ] + self.jvm_extra + [
                 "-cp", lib + "/*", "org.apache.rocketmq.broker.BrokerStartup", "-c", conf]
         self.proc = self.env.procs.start("broker-%s-%s" % (self.key, GEN_VERSION[self.gen]), argv,
                                          env={"ROCKETMQ_HOME": self.env.rmq_home}, cwd=self.dir)
@@ -452,15 +470,23 @@ class Env:
 
     # ---- tools -----------------------------------------------------------------------------
 
-    def client_jvm_opts(self, gen, tls=False):
+    def client_jvm_opts(self, gen, tls=False, home=None):
+        """JVM options of a Java client or tool.
+
+        tls=True: TLS to every server, test mode (no certificate checks, no client certificate);
+        tls={prop: value}: TLS with these `tls.*` system properties (e.g. client certificate paths).
+        home: its own user.home, so that its client log (`<home>/rocketmq.log`) is its alone.
+        """
         opts = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Duser.home=" + self.tools_home,
+                "-Duser.home=" + (home or self.tools_home),
                 "-Drmq.logback.configurationFile=" + self.shaded_logback,
                 "-Dlogback.configurationFile=" + self.plain_logback,
                 "-Drocketmq.client.logUseSlf4j=false"]
         if tls:
-            # Hook for issue #7 (Java client over TLS): not implemented yet.
-            opts += ["-Dtls.enable=true", "-Dtls.test.mode.enable=true"]
+            props = {"tls.enable": "true", "tls.test.mode.enable": "true"}
+            if isinstance(tls, dict):
+                props.update(tls)
+            opts += ["-D%s=%s" % kv for kv in props.items()]
         return opts
 
     def mqadmin(self, args, ns=None, gen="5", timeout=90):
@@ -489,16 +515,16 @@ class Env:
         shell.log("$ mqadmin %s  [%.1fs rc=%s]\n%s" % (" ".join(full), time.time() - t0, rc, out))
         return rc, out
 
-    def jclient_argv(self, gen, mode, tls=False, **kw):
+    def jclient_argv(self, gen, mode, tls=False, home=None, **kw):
         lib = self.artifacts.libdir(gen)
         cls = self.artifacts.classes(gen)
-        return [java_bin()] + self.client_jvm_opts(gen, tls) + [
+        return [java_bin()] + self.client_jvm_opts(gen, tls, home) + [
             "-cp", cls + ":" + lib + "/*", "InteropClient", mode] + ["%s=%s" % kv for kv in kw.items()]
 
-    def jclient(self, gen, mode, timeout=120, tls=False, **kw):
-        """Run InteropClient to completion; tls=True is the hook for issue #7 (client over TLS)."""
+    def jclient(self, gen, mode, timeout=120, tls=False, home=None, **kw):
+        """Run InteropClient to completion; `tls`/`home` as in `client_jvm_opts` (scenario 9)."""
         rc, out, _ = self.procs.run("jclient-%s-%s" % (GEN_VERSION[gen], mode),
-                                    self.jclient_argv(gen, mode, tls, **kw),
+                                    self.jclient_argv(gen, mode, tls, home, **kw),
                                     timeout, env={"ROCKETMQ_HOME": self.rmq_home})
         return rc, out
 

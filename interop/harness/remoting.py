@@ -185,12 +185,22 @@ def decode_frame(frame):
 
 
 class Conn:
-    """One TCP connection to a remoting server; requests are sent one at a time."""
+    """One TCP connection to a remoting server; requests are sent one at a time.
 
-    def __init__(self, addr, timeout=5.0):
+    With `ssl_context` (an `ssl.SSLContext`) the connection is TLS: the handshake is done here.
+    """
+
+    def __init__(self, addr, timeout=5.0, ssl_context=None):
         host, port = addr.rsplit(":", 1)
         self.addr = addr
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if ssl_context is not None:
+            try:
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
         self.sock.settimeout(timeout)
         self.opaque = 0
         self.lock = threading.Lock()
@@ -235,9 +245,9 @@ class Conn:
                 # Anything else (a server-initiated request, a stale response) is skipped.
 
 
-def call(addr, code, ext=None, body=None, version=V5_3_3, timeout=5.0):
-    """Open a connection, send one request, return the response."""
-    with Conn(addr, timeout) as c:
+def call(addr, code, ext=None, body=None, version=V5_3_3, timeout=5.0, ssl_context=None):
+    """Open a connection (TLS with `ssl_context`), send one request, return the response."""
+    with Conn(addr, timeout, ssl_context) as c:
         return c.request(code, ext, body, version)
 
 

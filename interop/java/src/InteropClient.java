@@ -6,6 +6,9 @@
 //   produce       ns=ADDR topic=T count=N prefix=P [timeoutMs=3000]
 //   consume       ns=ADDR topic=T group=G count=N prefix=P [timeoutSec=60]
 //   produce-loop  ns=ADDR topic=T durationMs=D [intervalMs=20] [timeoutMs=1000] [pollMs=30000]
+//   nsquery       ns=ADDR [topic=T] [kvNamespace=N kvKey=K kvValue=V]
+//                 talks to the nameserver only (through a started producer's client API):
+//                 cluster info, the route of T, a KV put then get; prints CLUSTER/ROUTE/KV lines
 // Every mode prints machine-readable lines starting with "RESULT " or "SEND ".
 
 import java.nio.charset.StandardCharsets;
@@ -29,7 +32,7 @@ import org.apache.rocketmq.common.message.MessageExt;
 public class InteropClient {
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
-            System.err.println("usage: InteropClient produce|consume|produce-loop key=value...");
+            System.err.println("usage: InteropClient produce|consume|produce-loop|nsquery key=value...");
             System.exit(2);
         }
         Map<String, String> opt = new HashMap<>();
@@ -49,6 +52,9 @@ public class InteropClient {
                 break;
             case "produce-loop":
                 rc = produceLoop(opt);
+                break;
+            case "nsquery":
+                rc = nsQuery(opt);
                 break;
             default:
                 System.err.println("unknown mode " + args[0]);
@@ -182,5 +188,40 @@ public class InteropClient {
         p.shutdown();
         System.out.println("RESULT sends=" + i);
         return 0;
+    }
+
+    // Nameserver requests only (no broker is contacted), so the client's transport settings
+    // (e.g. -Dtls.enable=true) apply to nameserver connections alone. Each step prints one line;
+    // the first failure stops the run: "RESULT ok=false step=<step> error=<exception>".
+    private static int nsQuery(Map<String, String> opt) throws Exception {
+        DefaultMQProducer p = newProducer(opt, "interop_nsquery");
+        var api = p.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl();
+        String step = "clusterInfo";
+        int rc = 0;
+        try {
+            // Types differ between 4.9 and 5.x packages; `var` keeps one source for both.
+            var ci = api.getBrokerClusterInfo(5000);
+            System.out.println("CLUSTER " + ci.toJson(false));
+            String topic = opt.get("topic");
+            if (topic != null) {
+                step = "route";
+                var rt = api.getTopicRouteInfoFromNameServer(topic, 5000);
+                System.out.println("ROUTE " + rt.toJson(false));
+            }
+            String key = opt.get("kvKey");
+            if (key != null) {
+                String ns = need(opt, "kvNamespace");
+                step = "kvPut";
+                api.putKVConfigValue(ns, key, need(opt, "kvValue"), 5000);
+                step = "kvGet";
+                System.out.println("KV " + api.getKVConfigValue(ns, key, 5000));
+            }
+            System.out.println("RESULT ok=true");
+        } catch (Exception e) {
+            System.out.println("RESULT ok=false step=" + step + " error=" + e.toString().replace('\n', ' '));
+            rc = 1;
+        }
+        p.shutdown();
+        return rc;
     }
 }

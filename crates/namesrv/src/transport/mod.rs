@@ -9,6 +9,7 @@ mod reload;
 mod rewind;
 mod settings;
 mod tls;
+mod unclean;
 
 use std::io;
 use std::net::SocketAddr;
@@ -27,6 +28,7 @@ pub use settings::{
     KEY_CONFIG_FILE, KEY_KEY_PASSWORD, KEY_KEY_PATH, KEY_MODE, KEY_TEST_MODE, KEY_TRUST_CERT_PATH,
 };
 pub use tls::{TlsContext, TlsError};
+use unclean::UncleanEof;
 
 /// The first byte of a TLS record carrying a handshake message (the ClientHello).
 pub const TLS_HANDSHAKE_RECORD: u8 = 0x16;
@@ -130,11 +132,14 @@ async fn negotiate_untimed(
             return Err(TransportError::TlsDisabled);
         }
         let acceptor = tls.acceptor().ok_or(TransportError::NoTlsContext)?;
+        // A peer closing without close_notify is an ordinary disconnect (see `unclean`).
         let stream: BoxedStream = if replay.is_empty() {
-            Box::pin(acceptor.accept(tcp).await.map_err(TransportError::Handshake)?)
+            let tls_stream = acceptor.accept(tcp).await.map_err(TransportError::Handshake)?;
+            Box::pin(UncleanEof::new(tls_stream))
         } else {
             let io = Rewind::new(replay, tcp);
-            Box::pin(acceptor.accept(io).await.map_err(TransportError::Handshake)?)
+            let tls_stream = acceptor.accept(io).await.map_err(TransportError::Handshake)?;
+            Box::pin(UncleanEof::new(tls_stream))
         };
         return Ok(Negotiated { stream, peer, tls: true });
     }
