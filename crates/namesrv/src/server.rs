@@ -6,16 +6,18 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, SinkExt, StreamExt};
-use remoting::frame::RemotingCodec;
+use remoting::frame::{FrameError, RemotingCodec};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::time::{Instant, Sleep};
+use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
 use crate::dispatch::dispatch;
@@ -112,40 +114,34 @@ pub async fn serve_connection<S>(
     ctx: &ConnCtx,
     mut shutdown: Shutdown,
 ) where
-    S: AsyncRead + AsyncWrite + Send,
+    S: AsyncRead + AsyncWrite + Send + Unpin,
 {
-    let (r, w) = tokio::io::split(stream);
-    let mut reader = FramedRead::new(r, RemotingCodec::new());
-    let mut writer = FramedWrite::new(w, RemotingCodec::new());
+    // One task owns the whole stream (no split halves to synchronise): read what is there,
+    // answer it, flush once per batch.
+    let mut framed = Framed::new(stream, RemotingCodec::new());
     let idle = state.idle_timeout();
+    // One long-lived idle timer, re-armed only when it fires (not once per request).
+    let idle_timer = tokio::time::sleep(idle);
+    tokio::pin!(idle_timer);
     let mut draining = shutdown.is_shutdown();
     loop {
-        let next = match reader.next().now_or_never() {
+        let next = match framed.next().now_or_never() {
             Some(item) => item,
             None => {
-                if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut writer).await {
+                if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
                     debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                     break;
                 }
                 if draining {
                     break;
                 }
-                tokio::select! {
-                    item = tokio::time::timeout(idle, reader.next()) => match item {
-                        Ok(item) => item,
-                        Err(_) => {
-                            info!(peer = %ctx.peer, "connection idle; closing");
-                            break;
-                        }
-                    },
-                    _ = shutdown.recv() => {
+                match wait(&mut framed, idle_timer.as_mut(), idle, &mut shutdown, ctx).await {
+                    Wake::Frame(item) => item,
+                    Wake::Drain => {
                         draining = true;
                         continue;
                     }
-                    _ = ctx.close.notified() => {
-                        info!(peer = %ctx.peer, "closing the connection of an expired broker");
-                        break;
-                    }
+                    Wake::Close => break,
                 }
             }
         };
@@ -157,7 +153,7 @@ pub async fn serve_connection<S>(
             }
             Some(Ok(request)) => {
                 if let Some(response) = dispatch(state, ctx, request).await {
-                    if let Err(e) = writer.feed(response).await {
+                    if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                         break;
                     }
@@ -165,5 +161,46 @@ pub async fn serve_connection<S>(
             }
         }
     }
-    let _ = SinkExt::<RemotingCommand>::flush(&mut writer).await;
+    let _ = SinkExt::<RemotingCommand>::flush(&mut framed).await;
+}
+
+/// Why a quiet connection woke up.
+enum Wake {
+    Frame(Option<Result<RemotingCommand, FrameError>>),
+    /// Shutdown: answer what was received, then close.
+    Drain,
+    /// Idle for `serverChannelMaxIdleTimeSeconds`, or closed by the server (expired broker).
+    Close,
+}
+
+/// Waits for the next frame, the idle deadline (counted from now), shutdown or a close request.
+async fn wait<S>(
+    framed: &mut Framed<S, RemotingCodec>,
+    mut idle_timer: Pin<&mut Sleep>,
+    idle: Duration,
+    shutdown: &mut Shutdown,
+    ctx: &ConnCtx,
+) -> Wake
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let quiet_since = Instant::now();
+    loop {
+        tokio::select! {
+            item = framed.next() => return Wake::Frame(item),
+            () = &mut idle_timer => {
+                let deadline = quiet_since + idle;
+                if Instant::now() >= deadline {
+                    info!(peer = %ctx.peer, "connection idle; closing");
+                    return Wake::Close;
+                }
+                idle_timer.as_mut().reset(deadline);
+            }
+            () = shutdown.recv() => return Wake::Drain,
+            () = ctx.close.notified() => {
+                info!(peer = %ctx.peer, "closing the connection of an expired broker");
+                return Wake::Close;
+            }
+        }
+    }
 }
