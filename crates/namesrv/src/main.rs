@@ -8,6 +8,9 @@ use namesrv::cli::{parse_cli, CliAction};
 use namesrv::Config;
 use tracing_subscriber::EnvFilter;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let config = match parse_cli(std::env::args_os()) {
         Ok(CliAction::Run(config)) => config,

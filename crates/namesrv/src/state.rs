@@ -46,6 +46,9 @@ pub struct State {
     /// Open connections, so an expired broker's connection can be closed (Java does).
     conns: parking_lot::Mutex<std::collections::HashMap<ConnId, Arc<tokio::sync::Notify>>>,
     serialize_type: SerializeType,
+    /// Bounds how many large registration bodies are decoded at once (one per core): more
+    /// would only hold more multi-MB bodies in memory while they wait for a CPU.
+    pub(crate) decode_permits: tokio::sync::Semaphore,
 }
 
 impl State {
@@ -70,6 +73,9 @@ impl State {
             shutting_down: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
             conns: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            decode_permits: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            ),
         }
     }
 

@@ -75,6 +75,11 @@ pub async fn register(
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
         return register_now(state, conn, request);
     }
+    let _permit = state
+        .decode_permits
+        .acquire()
+        .await
+        .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?;
     let (state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     tokio::task::spawn_blocking(move || register_now(&state, &conn, &request))
         .await
