@@ -142,7 +142,8 @@ mod tests {
         for opaque in [0, 7, -3, i32::MAX, i32::MIN] {
             let mut out = BytesMut::new();
             answer.write(opaque, &mut out);
-            let cmd = RemotingCodec::default().decode(&mut out).expect("valid frame").expect("one frame");
+            let cmd =
+                RemotingCodec::default().decode(&mut out).expect("valid frame").expect("one frame");
             assert!(cmd.is_response());
             assert_eq!(cmd.code, 0);
             assert_eq!(cmd.opaque, opaque);
@@ -152,7 +153,8 @@ mod tests {
 
     #[test]
     fn request_opaque_is_read_from_json_headers() {
-        let req = RemotingCommand::request(remoting::RequestCode::GetRouteinfoByTopic).with_opaque(-42);
+        let req =
+            RemotingCommand::request(remoting::RequestCode::GetRouteinfoByTopic).with_opaque(-42);
         let frame = remoting::frame::encode_to_bytes(&req).expect("encode");
         let info = u32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
         assert_eq!(request_opaque(info, &frame[8..]), Some(-42));
@@ -163,7 +165,8 @@ mod tests {
     async fn ceiling_answers_a_pipelined_client() {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
-        let server = tokio::spawn(serve(listener, Answer::new(Bytes::from_static(b"xyz")).expect("answer")));
+        let server =
+            tokio::spawn(serve(listener, Answer::new(Bytes::from_static(b"xyz")).expect("answer")));
         let client = client::Client::new(&addr).expect("client");
         let calls = (0..50).map(|i| {
             let c = client.clone();

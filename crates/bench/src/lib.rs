@@ -6,7 +6,9 @@
 //! repository root builds them, fetches the peer nameservers and runs the suite.
 
 pub mod ceiling;
+pub mod cpu;
 pub mod load;
+pub mod raw;
 pub mod report;
 pub mod server;
 pub mod stats;

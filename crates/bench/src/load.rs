@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::stats::Recorder;
-use crate::topology::{RegistrationBody, Registrar, Topology};
+use crate::topology::{Registrar, RegistrationBody, Topology};
 
 /// How route readers run.
 #[derive(Debug, Clone)]
@@ -41,11 +41,17 @@ pub struct ReadResult {
 
 /// `n` clients with one connection each to `addr`, every one connected and answered once
 /// (a route read of `probe_topic`), at most `parallel` connecting at a time.
-pub async fn connect_clients(addr: &str, n: usize, parallel: usize, probe_topic: &str) -> anyhow::Result<Vec<Client>> {
+pub async fn connect_clients(
+    addr: &str,
+    n: usize,
+    parallel: usize,
+    probe_topic: &str,
+) -> anyhow::Result<Vec<Client>> {
     let sem = Arc::new(Semaphore::new(parallel.max(1)));
     let mut tasks = Vec::with_capacity(n);
     for _ in 0..n {
-        let config = ClientConfig { connect_timeout: Duration::from_secs(10), ..ClientConfig::default() };
+        let config =
+            ClientConfig { connect_timeout: Duration::from_secs(10), ..ClientConfig::default() };
         let client = Client::with_config(addr, config)?;
         let sem = sem.clone();
         let topic = probe_topic.to_owned();
@@ -63,6 +69,44 @@ pub async fn connect_clients(addr: &str, n: usize, parallel: usize, probe_topic:
         clients.push(t.await??);
     }
     Ok(clients)
+}
+
+/// Like [`connect_clients`], but keeps going when some connections fail (a server may refuse
+/// connections past a limit): the connected clients, and how many failed with which first error.
+pub async fn connect_many(
+    addr: &str,
+    n: usize,
+    parallel: usize,
+    probe_topic: &str,
+) -> anyhow::Result<(Vec<Client>, usize, Option<String>)> {
+    let sem = Arc::new(Semaphore::new(parallel.max(1)));
+    let mut tasks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let config =
+            ClientConfig { connect_timeout: Duration::from_secs(10), ..ClientConfig::default() };
+        let client = Client::with_config(addr, config)?;
+        let sem = sem.clone();
+        let topic = probe_topic.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let _permit = sem.acquire().await;
+            match client.get_route_body(&topic, RouteOptions::default()).await {
+                Ok(_) => Ok(client),
+                Err(e) if e.code().is_some() => Ok(client),
+                Err(e) => Err(e),
+            }
+        }));
+    }
+    let (mut clients, mut failed, mut first) = (Vec::with_capacity(n), 0, None);
+    for t in tasks {
+        match t.await? {
+            Ok(c) => clients.push(c),
+            Err(e) => {
+                failed += 1;
+                first.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    Ok((clients, failed, first))
 }
 
 /// Runs route readers on `clients` (one connection each), `cfg.depth` tasks per client, each
@@ -89,7 +133,8 @@ pub async fn run_readers(
             let interval = cfg.rate_per_task.map(|r| Duration::from_secs_f64(1.0 / r.max(1e-3)));
             let mut rng = fastrand::Rng::with_seed(seed ^ ((ci as u64) << 20) ^ d as u64);
             tasks.push(tokio::spawn(async move {
-                let (mut all, mut flagged, mut unflagged) = (Recorder::new(), Recorder::new(), Recorder::new());
+                let (mut all, mut flagged, mut unflagged) =
+                    (Recorder::new(), Recorder::new(), Recorder::new());
                 // Spread paced tasks over one interval so they do not send in lockstep.
                 let mut next = interval.map(|i| Instant::now() + i.mul_f64(rng.f64()));
                 loop {
@@ -110,7 +155,8 @@ pub async fn run_readers(
                     if sent < measure_from {
                         continue;
                     }
-                    let flag = flag_at_send || busy.as_ref().is_some_and(|b| b.load(Ordering::Relaxed));
+                    let flag =
+                        flag_at_send || busy.as_ref().is_some_and(|b| b.load(Ordering::Relaxed));
                     let split = if flag { &mut flagged } else { &mut unflagged };
                     match &result {
                         Ok((_, body)) => {
@@ -151,11 +197,15 @@ pub struct Fleet {
 
 impl Fleet {
     /// One registrar per broker of `topology`, all registering with `addr`.
-    pub fn new(addr: &str, topology: &Topology, bodies: &[Arc<RegistrationBody>]) -> anyhow::Result<Self> {
+    pub fn new(
+        addr: &str,
+        topology: &Topology,
+        bodies: &[Arc<RegistrationBody>],
+    ) -> anyhow::Result<Self> {
         let brokers = topology
             .brokers()
             .into_iter()
-            .map(|(c, id)| Registrar::new(addr, id, bodies[c].clone(), Duration::from_secs(24)))
+            .map(|(c, id)| Registrar::new(addr, id, bodies[c].clone(), Duration::from_secs(60)))
             .map(|r| r.map(|r| Arc::new(Mutex::new(r))))
             .collect::<anyhow::Result<_>>()?;
         Ok(Self { brokers })
@@ -181,7 +231,11 @@ impl Fleet {
                 tokio::spawn(async move {
                     let _permit = sem.acquire().await;
                     let started = Instant::now();
-                    let result = b.lock().await.register(true).await;
+                    let mut result = b.lock().await.register(true).await;
+                    if result.is_err() {
+                        // Like a broker: try once more (a slow server may just have timed out).
+                        result = b.lock().await.register(true).await;
+                    }
                     (result, started.elapsed())
                 })
             })
@@ -203,7 +257,13 @@ impl Fleet {
     /// Starts the churn: every broker re-registers its full table (DataVersion bumped) after a
     /// random 0–`max_delay` pause, in a loop, until `stop` flips. The handle yields the
     /// registration latencies of registrations that started at or after `measure_from`.
-    pub fn churn(&self, max_delay: Duration, measure_from: Instant, stop: watch::Receiver<bool>, seed: u64) -> JoinHandle<Recorder> {
+    pub fn churn(
+        &self,
+        max_delay: Duration,
+        measure_from: Instant,
+        stop: watch::Receiver<bool>,
+        seed: u64,
+    ) -> JoinHandle<Recorder> {
         let tasks: Vec<_> = self
             .brokers
             .iter()
@@ -246,28 +306,46 @@ impl Fleet {
 
     /// Re-registers every broker (same DataVersion) every `period`, like a Java broker's
     /// `registerNameServerPeriod`, spread over the period, until `stop` flips; keeps the brokers
-    /// from expiring during long phases.
-    pub fn keep_alive(&self, period: Duration, stop: watch::Receiver<bool>) -> JoinHandle<()> {
+    /// from expiring during long phases. While `pause` is up (a server is being measured) nothing
+    /// is sent; when it drops, every broker that is due is registered at once, so no broker goes
+    /// longer than `period` plus one phase without a registration (brokers expire after 120 s).
+    pub fn keep_alive(
+        &self,
+        period: Duration,
+        stop: watch::Receiver<bool>,
+        pause: watch::Receiver<bool>,
+    ) -> JoinHandle<()> {
         let brokers = self.brokers.clone();
         tokio::spawn(async move {
             let n = brokers.len().max(1) as u32;
-            let mut stop = stop;
-            let mut tick = tokio::time::interval_at(Instant::now() + period / n, period / n);
+            let (mut stop, mut pause) = (stop, pause);
+            let start = Instant::now();
+            // Broker j is first due at j·period/n (it registered during populate).
+            let mut due: Vec<Instant> =
+                (0..brokers.len()).map(|j| start + period * (j as u32 + 1) / n).collect();
+            let mut tick = tokio::time::interval_at(start + period / n, period / n);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut i = 0usize;
             loop {
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = stop.wait_for(|s| *s) => return,
                 }
-                if let Some(b) = brokers.get(i % brokers.len().max(1)) {
+                tokio::select! {
+                    _ = pause.wait_for(|p| !*p) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                for (b, at) in brokers.iter().zip(due.iter_mut()) {
+                    if Instant::now() < *at {
+                        continue;
+                    }
+                    // A broker busy churning registers anyway.
                     if let Ok(mut r) = b.try_lock() {
                         if let Err(e) = r.register(false).await {
                             tracing::warn!(error = %e, "keep-alive registration failed");
                         }
                     }
+                    *at = Instant::now() + period;
                 }
-                i += 1;
             }
         })
     }

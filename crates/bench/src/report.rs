@@ -43,17 +43,29 @@ pub fn targets(r: &Report) -> Vec<Target> {
     let java = r.server(Kind::Java);
     let rmq = r.server(Kind::RocketmqRust);
     let ceil = r.server(Kind::Ceiling);
-    let s1 = |s: Option<&ServerReport>| s.and_then(|s| s.s1.as_ref()).filter(|x| x.ok > 0);
-    let s2 = |s: Option<&ServerReport>| s.and_then(|s| s.s2.as_ref()).map(|x| &x.reads).filter(|x| x.ok > 0);
+    fn s1(s: Option<&ServerReport>) -> Option<&Summary> {
+        s.and_then(|s| s.s1.as_ref()).filter(|x| x.ok > 0)
+    }
+    fn s2(s: Option<&ServerReport>) -> Option<&Summary> {
+        s.and_then(|s| s.s2.as_ref()).map(|x| &x.reads).filter(|x| x.ok > 0)
+    }
     let mut out = Vec::new();
     let ratio = |name, a: Option<f64>, b: Option<f64>, min: f64, unit: &str| {
         let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => (format!("{:.2}× ({a:.0} vs {b:.0} {unit})", a / b), Some(a / b >= min)),
+            (Some(a), Some(b)) if b > 0.0 => {
+                (format!("{:.2}× ({a:.0} vs {b:.0} {unit})", a / b), Some(a / b >= min))
+            }
             _ => ("not measured".to_owned(), None),
         };
         Target { name, measured, met }
     };
-    out.push(ratio("S1 throughput ≥ 5× Java", s1(ours).map(|s| s.qps), s1(java).map(|s| s.qps), 5.0, "req/s"));
+    out.push(ratio(
+        "S1 throughput ≥ 5× Java",
+        s1(ours).map(|s| s.qps),
+        s1(java).map(|s| s.qps),
+        5.0,
+        "req/s",
+    ));
     out.push(ratio(
         "S1 throughput ≥ 1.5× rocketmq-rust",
         s1(ours).map(|s| s.qps),
@@ -61,18 +73,27 @@ pub fn targets(r: &Report) -> Vec<Target> {
         1.5,
         "req/s",
     ));
-    out.push(ratio("S1 throughput ≥ 60 % of the ceiling", s1(ours).map(|s| s.qps), s1(ceil).map(|s| s.qps), 0.6, "req/s"));
+    out.push(ratio(
+        "S1 throughput ≥ 60 % of the ceiling",
+        s1(ours).map(|s| s.qps),
+        s1(ceil).map(|s| s.qps),
+        0.6,
+        "req/s",
+    ));
     let p99 = |s: Option<&Summary>| s.map(|s| s.p99_us as f64 / 1e3);
     let le = |name, a: Option<f64>, b: Option<f64>, max_ratio: f64, unit: &str| {
         let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => (format!("{:.3}× ({a:.2} vs {b:.2} {unit})", a / b), Some(a <= b * max_ratio)),
+            (Some(a), Some(b)) if b > 0.0 => {
+                (format!("{:.3}× ({a:.2} vs {b:.2} {unit})", a / b), Some(a <= b * max_ratio))
+            }
             _ => ("not measured".to_owned(), None),
         };
         Target { name, measured, met }
     };
     out.push(le("S2 p99 ≤ 1/5 of Java's", p99(s2(ours)), p99(s2(java)), 0.2, "ms"));
     out.push(le("S2 p99 within 2× of our S1 p99", p99(s2(ours)), p99(s1(ours)), 2.0, "ms"));
-    let idle = |s: Option<&ServerReport>| s.map(|s| mib(s.mem_populated.rss_kib)).filter(|v| *v > 0.0);
+    let idle =
+        |s: Option<&ServerReport>| s.map(|s| mib(s.mem_populated.rss_kib)).filter(|v| *v > 0.0);
     let peak = |s: Option<&ServerReport>| s.map(|s| mib(s.rss_s2_peak_kib)).filter(|v| *v > 0.0);
     out.push(le("S4 RSS (populated, idle) ≤ 1/5 of Java's", idle(ours), idle(java), 0.2, "MiB"));
     out.push(le("S4 RSS (peak under S2) ≤ 1/5 of Java's", peak(ours), peak(java), 0.2, "MiB"));
@@ -104,7 +125,8 @@ pub fn targets(r: &Report) -> Vec<Target> {
     });
     out.push(match s3 {
         Some(s3) if s3.reads_during.ok > 0 && s3.reads_outside.ok > 0 => {
-            let (d, o) = (s3.reads_during.p99_us as f64 / 1e3, s3.reads_outside.p99_us as f64 / 1e3);
+            let (d, o) =
+                (s3.reads_during.p99_us as f64 / 1e3, s3.reads_outside.p99_us as f64 / 1e3);
             Target {
                 name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)",
                 measured: format!(
@@ -115,15 +137,26 @@ pub fn targets(r: &Report) -> Vec<Target> {
                 met: Some(d <= 2.0 * o),
             }
         }
-        _ => Target { name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)", measured: "not measured".into(), met: None },
+        _ => Target {
+            name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)",
+            measured: "not measured".into(),
+            met: None,
+        },
     });
     out.push(match ours.and_then(|s| median(&s.startup_ms)) {
         Some(m) => Target {
             name: "S6 start-up to first answered request < 50 ms",
-            measured: format!("median {m:.1} ms of {} starts", ours.map_or(0, |s| s.startup_ms.len())),
+            measured: format!(
+                "median {m:.1} ms of {} starts",
+                ours.map_or(0, |s| s.startup_ms.len())
+            ),
             met: Some(m < 50.0),
         },
-        None => Target { name: "S6 start-up to first answered request < 50 ms", measured: "not measured".into(), met: None },
+        None => Target {
+            name: "S6 start-up to first answered request < 50 ms",
+            measured: "not measured".into(),
+            met: None,
+        },
     });
     out
 }
@@ -161,7 +194,11 @@ pub fn markdown(r: &Report) -> String {
     let peers: Vec<Kind> = present.iter().copied().filter(|k| *k != Kind::Ours).collect();
     let mut md = String::new();
     let e = &r.env;
-    let _ = writeln!(md, "# Nameserver benchmark{}\n", if e.quick { " (quick smoke run — sizes reduced, not for comparison)" } else { "" });
+    let _ = writeln!(
+        md,
+        "# Nameserver benchmark{}\n",
+        if e.quick { " (quick smoke run — sizes reduced, not for comparison)" } else { "" }
+    );
     let _ = writeln!(
         md,
         "Commit `{}`{}, {} — {} ({} cores), Linux {}. Generated by `bench/run`; raw figures in `latest.json`, chart in `latest.svg`.\n",
@@ -181,6 +218,23 @@ pub fn markdown(r: &Report) -> String {
         r.sizes.rounds,
         if r.sizes.rounds == 1 { "" } else { "s" }
     );
+
+    let busy: Vec<String> = present
+        .iter()
+        .filter_map(|k| r.server(*k))
+        .flat_map(|s| {
+            s.cpu.iter().filter(|c| c.other_cores > 0.3).map(move |c| {
+                format!("{} {} ({:.2} cores)", s.kind.label(), c.phase, c.other_cores)
+            })
+        })
+        .collect();
+    if !busy.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Other work used more than 0.3 cores during:** {}. Those figures are understated for the server measured then.\n",
+            busy.join(", ")
+        );
+    }
 
     // Targets.
     let _ = writeln!(md, "## Targets (issue #6)\n\n| target | measured | met |\n|---|---|---|");
@@ -213,10 +267,11 @@ pub fn markdown(r: &Report) -> String {
         }
         for p in &peers {
             let pi = present.iter().position(|k| k == p);
-            let cell = match (row.ratio, oi.and_then(|i| row.values[i]), pi.and_then(|i| row.values[i])) {
-                (true, Some(a), Some(b)) if b != 0.0 => format!("{:.2}×", a / b),
-                _ => "".to_owned(),
-            };
+            let cell =
+                match (row.ratio, oi.and_then(|i| row.values[i]), pi.and_then(|i| row.values[i])) {
+                    (true, Some(a), Some(b)) if b != 0.0 => format!("{:.2}×", a / b),
+                    _ => "".to_owned(),
+                };
             let _ = write!(md, " {cell} |");
         }
         md.push('\n');
@@ -239,6 +294,29 @@ pub fn markdown(r: &Report) -> String {
         );
     }
 
+    // CPU.
+    let _ = writeln!(
+        md,
+        "\n## CPU during the measured phases\n\nCores used (of {}) by the server under test, the load generator, the suite's other (idle) servers, and every other process on the machine.\n\n| server | phase | server | generator | idle peers | others |\n|---|---|---:|---:|---:|---:|",
+        e.cores
+    );
+    for k in &present {
+        let Some(s) = r.server(*k) else { continue };
+        for c in &s.cpu {
+            let flag = if c.other_cores > 0.3 { " ⚠" } else { "" };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2}{flag} |",
+                k.label(),
+                c.phase,
+                c.server_cores,
+                c.generator_cores,
+                c.peers_cores,
+                c.other_cores
+            );
+        }
+    }
+
     // Rounds.
     if r.sizes.rounds > 1 {
         let _ = writeln!(md, "\n## Per round (S1 / S2 throughput, p99)\n\n| server | round | S1 req/s | S1 p99 ms | S2 req/s | S2 p99 ms |\n|---|---:|---:|---:|---:|---:|");
@@ -248,9 +326,24 @@ pub fn markdown(r: &Report) -> String {
                 let a = s.s1_rounds.get(i);
                 let b = s.s2_rounds.get(i).map(|x| &x.reads);
                 let f = |x: Option<&Summary>, q: bool| {
-                    x.map_or("–".to_owned(), |x| if q { fmt_num(x.qps, 0) } else { format!("{:.2}", x.p99_us as f64 / 1e3) })
+                    x.map_or("–".to_owned(), |x| {
+                        if q {
+                            fmt_num(x.qps, 0)
+                        } else {
+                            format!("{:.2}", x.p99_us as f64 / 1e3)
+                        }
+                    })
                 };
-                let _ = writeln!(md, "| {} | {} | {} | {} | {} | {} |", k.label(), i + 1, f(a, true), f(a, false), f(b, true), f(b, false));
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} |",
+                    k.label(),
+                    i + 1,
+                    f(a, true),
+                    f(a, false),
+                    f(b, true),
+                    f(b, false)
+                );
             }
         }
     }
@@ -270,9 +363,21 @@ pub fn markdown(r: &Report) -> String {
     );
     let _ = writeln!(
         md,
-        "- S1: {} connections × {} in flight, uniformly random topics, GET_ROUTEINFO_BY_TOPIC as a Java 5.3.3 client sends it; {} ms warm-up, {} ms measured per round.",
-        z.conns, z.depth, z.warmup_ms, z.measure_ms
+        "- S1: {} connections × {} in flight, uniformly random topics, GET_ROUTEINFO_BY_TOPIC as a Java 5.3.3 client sends it (the bytes our client builds); {} ms warm-up, {} ms measured per round. Reader: `{}`{}.",
+        z.conns,
+        z.depth,
+        z.warmup_ms,
+        z.measure_ms,
+        z.reader,
+        if z.reader == "raw" {
+            " (requests pre-encoded once per topic with the opaque spliced in, answers matched by opaque after reading only `code` and `opaque`: \
+             the full async client costs about as much CPU per request as a fast server, so with it the generator, not the server, would set the limit; \
+             S3 and S5 use the full client)"
+        } else {
+            " (our full async client)"
+        }
     );
+    let _ = writeln!(md, "- Before the first measured phase every nameserver gets {} ms of unmeasured S1 reads (JIT warm-up for Java).", z.prewarm_ms);
     let _ = writeln!(md, "- S2: S1 plus churn: every broker re-registers its whole table (DataVersion bumped) after a random 0–{} ms pause, in a loop.", z.churn_ms);
     let _ = writeln!(
         md,
@@ -288,8 +393,28 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(md, "- {name}: {v}");
     }
     let _ = writeln!(md, "- Java runtime: {}", e.java);
-    let _ = writeln!(md, "- Suite wall time: {:.0} s.", e.wall_secs);
-    let failures: Vec<_> = present.iter().filter_map(|k| r.server(*k).map(|s| (k, &s.failures))).filter(|(_, f)| !f.is_empty()).collect();
+    let _ = writeln!(
+        md,
+        "- Suite wall time: {:.0} s. Load average (1/5/15 min) before: {}, after: {} (the machine is shared; other work running during the suite shows here).",
+        e.wall_secs, e.loadavg_before, e.loadavg_after
+    );
+    for k in &present {
+        if let Some(e) =
+            r.server(*k).and_then(|s| s.s5.as_ref()).and_then(|x| x.refused_error.as_ref())
+        {
+            let _ = writeln!(
+                md,
+                "- S5, {}: first connection failure: {}",
+                k.label(),
+                e.replace('\n', " ")
+            );
+        }
+    }
+    let failures: Vec<_> = present
+        .iter()
+        .filter_map(|k| r.server(*k).map(|s| (k, &s.failures)))
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
     if !failures.is_empty() {
         let _ = writeln!(md, "\n## Failures\n");
         for (k, f) in failures {
@@ -305,17 +430,22 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
     let get = |f: &dyn Fn(&ServerReport) -> Option<f64>| -> Vec<Option<f64>> {
         present.iter().map(|k| r.server(*k).and_then(f)).collect()
     };
-    let row = |label: &str, digits: usize, ratio: bool, f: &dyn Fn(&ServerReport) -> Option<f64>| Row {
-        label: label.to_owned(),
-        values: get(f),
-        digits,
-        ratio,
+    let row =
+        |label: &str, digits: usize, ratio: bool, f: &dyn Fn(&ServerReport) -> Option<f64>| Row {
+            label: label.to_owned(),
+            values: get(f),
+            digits,
+            ratio,
+        };
+    let lat = |s: Option<&Summary>, f: fn(&Summary) -> u64| {
+        s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3)
     };
-    let lat = |s: Option<&Summary>, f: fn(&Summary) -> u64| s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3);
     let mem = |v: u64| (v > 0).then(|| mib(v));
     let nsrv = |s: &ServerReport| s.kind.is_namesrv();
     vec![
-        row("S1 throughput (req/s)", 0, true, &|s| s.s1.as_ref().filter(|x| x.ok > 0).map(|x| x.qps)),
+        row("S1 throughput (req/s)", 0, true, &|s| {
+            s.s1.as_ref().filter(|x| x.ok > 0).map(|x| x.qps)
+        }),
         row("S1 p50 (ms)", 3, true, &|s| lat(s.s1.as_ref(), |x| x.p50_us)),
         row("S1 p90 (ms)", 3, true, &|s| lat(s.s1.as_ref(), |x| x.p90_us)),
         row("S1 p99 (ms)", 3, true, &|s| lat(s.s1.as_ref(), |x| x.p99_us)),
@@ -323,34 +453,88 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
         row("S1 max (ms)", 3, true, &|s| lat(s.s1.as_ref(), |x| x.max_us)),
         row("S1 errors", 0, false, &|s| s.s1.as_ref().map(|x| x.error_count() as f64)),
         row("S1 route body (bytes)", 0, false, &|s| s.s1.as_ref().map(|x| x.avg_body_bytes)),
-        row("S2 throughput (req/s)", 0, true, &|s| s.s2.as_ref().filter(|x| x.reads.ok > 0).map(|x| x.reads.qps)),
+        row("S2 throughput (req/s)", 0, true, &|s| {
+            s.s2.as_ref().filter(|x| x.reads.ok > 0).map(|x| x.reads.qps)
+        }),
         row("S2 p50 (ms)", 3, true, &|s| lat(s.s2.as_ref().map(|x| &x.reads), |x| x.p50_us)),
         row("S2 p90 (ms)", 3, true, &|s| lat(s.s2.as_ref().map(|x| &x.reads), |x| x.p90_us)),
         row("S2 p99 (ms)", 3, true, &|s| lat(s.s2.as_ref().map(|x| &x.reads), |x| x.p99_us)),
         row("S2 p99.9 (ms)", 3, true, &|s| lat(s.s2.as_ref().map(|x| &x.reads), |x| x.p999_us)),
         row("S2 max (ms)", 3, true, &|s| lat(s.s2.as_ref().map(|x| &x.reads), |x| x.max_us)),
         row("S2 read errors", 0, false, &|s| s.s2.as_ref().map(|x| x.reads.error_count() as f64)),
-        row("S2 registrations applied (/s)", 1, true, &|s| s.s2.as_ref().map(|x| x.registrations.qps)),
-        row("S2 registration p50 (ms)", 1, true, &|s| lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.p50_us)),
-        row("S2 registration p99 (ms)", 1, true, &|s| lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.p99_us)),
-        row("S2 registration max (ms)", 1, true, &|s| lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.max_us)),
-        row("S3 first registration, 50k new topics (ms)", 0, true, &|s| s.s3.as_ref().map(|x| x.first_apply_ms)),
-        row("S3 … last topic readable after (ms)", 0, true, &|s| s.s3.as_ref().and_then(|x| x.visible_ms)),
-        row("S3 re-registration, worst (ms)", 0, true, &|s| s.s3.as_ref().and_then(|x| x.rereg_ms.iter().copied().reduce(f64::max))),
-        row("S3 reads during registration p99 (ms)", 3, true, &|s| lat(s.s3.as_ref().map(|x| &x.reads_during), |x| x.p99_us)),
-        row("S3 reads during registration max (ms)", 3, true, &|s| lat(s.s3.as_ref().map(|x| &x.reads_during), |x| x.max_us)),
-        row("S3 reads outside registration p99 (ms)", 3, true, &|s| lat(s.s3.as_ref().map(|x| &x.reads_outside), |x| x.p99_us)),
-        row("S4 RSS empty (MiB)", 1, true, &|s| if nsrv(s) { mem(s.mem_empty.rss_kib) } else { None }),
-        row("S4 RSS populated, idle (MiB)", 1, true, &|s| if nsrv(s) { mem(s.mem_populated.rss_kib) } else { None }),
+        row("S2 registrations applied (/s)", 1, true, &|s| {
+            s.s2.as_ref().map(|x| x.registrations.qps)
+        }),
+        row("S2 registration p50 (ms)", 1, true, &|s| {
+            lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.p50_us)
+        }),
+        row("S2 registration p99 (ms)", 1, true, &|s| {
+            lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.p99_us)
+        }),
+        row("S2 registration max (ms)", 1, true, &|s| {
+            lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.max_us)
+        }),
+        row("S3 first registration, 50k new topics (ms)", 0, true, &|s| {
+            s.s3.as_ref().map(|x| x.first_apply_ms)
+        }),
+        row("S3 … last topic readable after (ms)", 0, true, &|s| {
+            s.s3.as_ref().and_then(|x| x.visible_ms)
+        }),
+        row("S3 re-registration, worst (ms)", 0, true, &|s| {
+            s.s3.as_ref().and_then(|x| x.rereg_ms.iter().copied().reduce(f64::max))
+        }),
+        row("S3 reads during registration p99 (ms)", 3, true, &|s| {
+            lat(s.s3.as_ref().map(|x| &x.reads_during), |x| x.p99_us)
+        }),
+        row("S3 reads during registration max (ms)", 3, true, &|s| {
+            lat(s.s3.as_ref().map(|x| &x.reads_during), |x| x.max_us)
+        }),
+        row("S3 reads outside registration p99 (ms)", 3, true, &|s| {
+            lat(s.s3.as_ref().map(|x| &x.reads_outside), |x| x.p99_us)
+        }),
+        row("S4 RSS empty (MiB)", 1, true, &|s| {
+            if nsrv(s) {
+                mem(s.mem_empty.rss_kib)
+            } else {
+                None
+            }
+        }),
+        row("S4 RSS populated, idle (MiB)", 1, true, &|s| {
+            if nsrv(s) {
+                mem(s.mem_populated.rss_kib)
+            } else {
+                None
+            }
+        }),
         row("S4 RSS peak under S2 (MiB)", 1, true, &|s| mem(s.rss_s2_peak_kib)),
-        row("S4 RSS with S5's clients (MiB)", 1, true, &|s| s.s5.as_ref().and_then(|x| mem(x.rss_kib))),
-        row("S4 VmHWM at the end (MiB)", 1, true, &|s| if nsrv(s) { mem(s.mem_end.hwm_kib) } else { None }),
+        row("S4 RSS with S5's clients (MiB)", 1, true, &|s| {
+            s.s5.as_ref().and_then(|x| mem(x.rss_kib))
+        }),
+        row("S4 VmHWM at the end (MiB)", 1, true, &|s| {
+            if nsrv(s) {
+                mem(s.mem_end.hwm_kib)
+            } else {
+                None
+            }
+        }),
+        row("S5 clients connected", 0, false, &|s| s.s5.as_ref().map(|x| x.clients as f64)),
+        row("S5 clients refused / failed to connect", 0, false, &|s| {
+            s.s5.as_ref().map(|x| x.refused as f64)
+        }),
         row("S5 connect all clients (s)", 2, true, &|s| s.s5.as_ref().map(|x| x.connect_secs)),
-        row("S5 throughput (req/s)", 0, true, &|s| s.s5.as_ref().filter(|x| x.reads.ok > 0).map(|x| x.reads.qps)),
+        row("S5 throughput (req/s)", 0, true, &|s| {
+            s.s5.as_ref().filter(|x| x.reads.ok > 0).map(|x| x.reads.qps)
+        }),
         row("S5 p99 (ms)", 3, true, &|s| lat(s.s5.as_ref().map(|x| &x.reads), |x| x.p99_us)),
         row("S5 max (ms)", 3, true, &|s| lat(s.s5.as_ref().map(|x| &x.reads), |x| x.max_us)),
         row("S6 start-up, median (ms)", 1, true, &|s| median(&s.startup_ms)),
-        row("Populate: all brokers registered (s)", 2, true, &|s| if nsrv(s) { Some(s.populate_secs) } else { None }),
+        row("Populate: all brokers registered (s)", 2, true, &|s| {
+            if nsrv(s) {
+                Some(s.populate_secs)
+            } else {
+                None
+            }
+        }),
     ]
 }
 
@@ -360,46 +544,81 @@ pub fn chart(r: &Report, path: &Path) -> anyhow::Result<()> {
     let names: Vec<&str> = present.iter().map(|s| s.kind.label()).collect();
     let n = present.len().max(1) as f64;
     let qps = |s: &ServerReport, two: bool| {
-        if two { s.s2.as_ref().map(|x| x.reads.qps) } else { s.s1.as_ref().map(|x| x.qps) }.unwrap_or(0.0)
+        if two { s.s2.as_ref().map(|x| x.reads.qps) } else { s.s1.as_ref().map(|x| x.qps) }
+            .unwrap_or(0.0)
     };
     let p99 = |s: &ServerReport, two: bool| {
-        if two { s.s2.as_ref().map(|x| x.reads.p99_us) } else { s.s1.as_ref().map(|x| x.p99_us) }.map(|v| v as f64 / 1e3)
+        if two { s.s2.as_ref().map(|x| x.reads.p99_us) } else { s.s1.as_ref().map(|x| x.p99_us) }
+            .map(|v| v as f64 / 1e3)
     };
     let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = format!("nameserver benchmark @ {} ({} cores shared with the load generator)", short(&r.env.commit), r.env.cores);
+    let title = format!(
+        "nameserver benchmark @ {} ({} cores shared with the load generator)",
+        short(&r.env.commit),
+        r.env.cores
+    );
     let root = root.titled(&title, ("sans-serif", 20))?;
     let (left, right) = root.split_horizontally(600);
     let s1c = RGBColor(52, 101, 164);
     let s2c = RGBColor(237, 125, 49);
     let fmt_x = |x: &f64| {
         let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 { names.get(i as usize).map_or(String::new(), |s| (*s).to_owned()) } else { String::new() }
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            names.get(i as usize).map_or(String::new(), |s| (*s).to_owned())
+        } else {
+            String::new()
+        }
     };
 
-    let ymax = present.iter().flat_map(|s| [qps(s, false), qps(s, true)]).fold(1.0, f64::max) * 1.15;
+    let ymax =
+        present.iter().flat_map(|s| [qps(s, false), qps(s, true)]).fold(1.0, f64::max) * 1.15;
     let mut c = ChartBuilder::on(&left)
         .caption("throughput (req/s), S1 reads / S2 reads under churn", ("sans-serif", 16))
         .margin(12)
         .x_label_area_size(30)
         .y_label_area_size(70)
         .build_cartesian_2d(-0.5f64..(n - 0.5), 0f64..ymax)?;
-    c.configure_mesh().disable_x_mesh().x_labels(present.len().max(1) * 2 + 1).x_label_formatter(&fmt_x).y_label_formatter(&|v| format!("{v:.0}")).draw()?;
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(present.len().max(1) * 2 + 1)
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()?;
     for (two, color, label) in [(false, s1c, "S1"), (true, s2c, "S2")] {
         let off = if two { 0.02 } else { -0.36 };
-        c.draw_series(present.iter().enumerate().filter(|(_, s)| !two || s.kind.is_namesrv()).map(|(i, s)| {
-            let x = i as f64 + off;
-            Rectangle::new([(x, 0.0), (x + 0.34, qps(s, two))], color.filled())
-        }))?
+        c.draw_series(
+            present.iter().enumerate().filter(|(_, s)| !two || s.kind.is_namesrv()).map(
+                |(i, s)| {
+                    let x = i as f64 + off;
+                    Rectangle::new([(x, 0.0), (x + 0.34, qps(s, two))], color.filled())
+                },
+            ),
+        )?
         .label(label)
         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-        c.draw_series(present.iter().enumerate().filter(|(_, s)| qps(s, two) > 0.0).map(|(i, s)| {
-            Text::new(format!("{:.0}", qps(s, two)), (i as f64 + off, qps(s, two) + ymax * 0.01), ("sans-serif", 11))
-        }))?;
+        c.draw_series(present.iter().enumerate().filter(|(_, s)| qps(s, two) > 0.0).map(
+            |(i, s)| {
+                Text::new(
+                    format!("{:.0}", qps(s, two)),
+                    (i as f64 + off, qps(s, two) + ymax * 0.01),
+                    ("sans-serif", 11),
+                )
+            },
+        ))?;
     }
-    c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperRight).draw()?;
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
 
-    let vals: Vec<f64> = present.iter().flat_map(|s| [p99(s, false), p99(s, true)]).flatten().filter(|v| *v > 0.0).collect();
+    let vals: Vec<f64> = present
+        .iter()
+        .flat_map(|s| [p99(s, false), p99(s, true)])
+        .flatten()
+        .filter(|v| *v > 0.0)
+        .collect();
     let lo = vals.iter().copied().fold(f64::MAX, f64::min).min(1.0) / 2.0;
     let hi = vals.iter().copied().fold(1.0, f64::max) * 3.0;
     let mut c = ChartBuilder::on(&right)
@@ -408,7 +627,12 @@ pub fn chart(r: &Report, path: &Path) -> anyhow::Result<()> {
         .x_label_area_size(30)
         .y_label_area_size(60)
         .build_cartesian_2d(-0.5f64..(n - 0.5), (lo..hi).log_scale())?;
-    c.configure_mesh().disable_x_mesh().x_labels(present.len().max(1) * 2 + 1).x_label_formatter(&fmt_x).y_label_formatter(&|v| format!("{v}")).draw()?;
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(present.len().max(1) * 2 + 1)
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&|v| format!("{v}"))
+        .draw()?;
     for (two, color, label) in [(false, s1c, "S1"), (true, s2c, "S2")] {
         let off = if two { 0.02 } else { -0.36 };
         c.draw_series(present.iter().enumerate().filter_map(|(i, s)| {
@@ -423,7 +647,11 @@ pub fn chart(r: &Report, path: &Path) -> anyhow::Result<()> {
             Some(Text::new(format!("{v:.2}"), (i as f64 + off, v * 1.08), ("sans-serif", 11)))
         }))?;
     }
-    c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw()?;
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -439,7 +667,15 @@ mod tests {
     use crate::suite::{EnvInfo, Sizes, S2, S3};
 
     fn summary(qps: f64, p99_us: u64) -> Summary {
-        Summary { ok: 1000, secs: 1.0, qps, p50_us: p99_us / 2, p99_us, max_us: p99_us * 2, ..Summary::default() }
+        Summary {
+            ok: 1000,
+            secs: 1.0,
+            qps,
+            p50_us: p99_us / 2,
+            p99_us,
+            max_us: p99_us * 2,
+            ..Summary::default()
+        }
     }
 
     fn server(kind: Kind, qps: f64, p99: u64, s2_p99: u64, rss_mib: u64) -> ServerReport {
@@ -455,7 +691,10 @@ mod tests {
             populate: Summary::default(),
             s1: Some(summary(qps, p99)),
             s1_rounds: vec![],
-            s2: Some(S2 { reads: summary(qps / 2.0, s2_p99), registrations: summary(10.0, 50_000) }),
+            s2: Some(S2 {
+                reads: summary(qps / 2.0, s2_p99),
+                registrations: summary(10.0, 50_000),
+            }),
             s2_rounds: vec![],
             s3: (kind == Kind::Ours).then(|| S3 {
                 first_apply_ms: 300.0,
@@ -466,6 +705,7 @@ mod tests {
             }),
             s5: None,
             failures: vec![],
+            cpu: vec![],
         }
     }
 
@@ -491,7 +731,11 @@ mod tests {
         assert_eq!(met("S1 throughput ≥ 60 %"), Some(Some(false)), "100k of 200k is 50 %");
         assert_eq!(met("S2 p99 ≤ 1/5"), Some(Some(true)));
         assert_eq!(met("S2 p99 within 2×"), Some(Some(true)));
-        assert_eq!(met("S4 RSS (populated, idle) below"), Some(Some(false)), "50 MiB is not below 40 MiB");
+        assert_eq!(
+            met("S4 RSS (populated, idle) below"),
+            Some(Some(false)),
+            "50 MiB is not below 40 MiB"
+        );
         assert_eq!(met("S3 50,000"), Some(Some(false)), "a 600 ms re-registration misses 500 ms");
         assert_eq!(met("S3 readers"), Some(Some(true)));
         assert_eq!(met("S6"), Some(Some(true)));

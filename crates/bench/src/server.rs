@@ -84,6 +84,20 @@ const JAVA_LOGBACK: &str = r#"<configuration>
 </configuration>
 "#;
 
+/// Pids of the servers running now, so an interrupted suite can stop them ([`kill_all`]).
+static RUNNING: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn running() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills every server process started by [`Server::spawn`] that still runs (SIGKILL).
+pub fn kill_all() {
+    for pid in running().drain(..) {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+}
+
 /// A running server process.
 pub struct Server {
     pub kind: Kind,
@@ -106,7 +120,10 @@ impl Server {
                 let conf = dir.join("namesrv.properties");
                 fs::write(
                     &conf,
-                    format!("listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={}\n", kv.display()),
+                    format!(
+                        "listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
+                        kv.display()
+                    ),
                 )?;
                 let mut c = Command::new(&spec.program);
                 c.arg("-c").arg(&conf);
@@ -142,7 +159,8 @@ impl Server {
                 c
             }
             Kind::Ceiling => {
-                let body = spec.ceiling_body.as_ref().context("the ceiling server needs a body file")?;
+                let body =
+                    spec.ceiling_body.as_ref().context("the ceiling server needs a body file")?;
                 let mut c = Command::new(&spec.program);
                 c.arg("--addr").arg(&addr).arg("--body-file").arg(body);
                 c
@@ -156,8 +174,11 @@ impl Server {
             .stdout(log.try_clone()?)
             .stderr(log);
         let spawned = Instant::now();
-        let child = cmd.spawn().with_context(|| format!("start {} ({})", spec.kind.label(), spec.program.display()))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("start {} ({})", spec.kind.label(), spec.program.display()))?;
         let pid = child.id();
+        running().push(pid);
         Ok(Server { kind: spec.kind, addr, pid, child, spawned, dir: dir.to_owned() })
     }
 
@@ -173,7 +194,11 @@ impl Server {
         let deadline = self.spawned + timeout;
         loop {
             if let Some(status) = self.child.try_wait()? {
-                bail!("{} exited with {status} before answering:\n{}", self.kind.label(), self.log_tail());
+                bail!(
+                    "{} exited with {status} before answering:\n{}",
+                    self.kind.label(),
+                    self.log_tail()
+                );
             }
             let req = client.request(RequestCode::GetBrokerClusterInfo);
             if client.invoke(req).await.is_ok() {
@@ -182,7 +207,11 @@ impl Server {
                 return Ok(took);
             }
             if Instant::now() > deadline {
-                bail!("{} did not answer within {timeout:?}:\n{}", self.kind.label(), self.log_tail());
+                bail!(
+                    "{} did not answer within {timeout:?}:\n{}",
+                    self.kind.label(),
+                    self.log_tail()
+                );
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -206,14 +235,14 @@ impl Server {
     }
 
     /// Kills the process and waits for it.
-    pub fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub fn stop(self) {
+        // Drop does it.
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        running().retain(|p| *p != self.pid);
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
             let _ = self.child.wait();

@@ -37,7 +37,8 @@ impl std::fmt::Debug for Recorder {
 impl Recorder {
     /// An empty recorder (1 µs .. 120 s, 3 significant digits).
     pub fn new() -> Self {
-        let hist = Histogram::new_with_bounds(1, MAX_TRACKED_US, 3).expect("static histogram bounds are valid");
+        let hist = Histogram::new_with_bounds(1, MAX_TRACKED_US, 3)
+            .expect("static histogram bounds are valid");
         Self { hist, ok: 0, errors: BTreeMap::new(), body_bytes: 0 }
     }
 
@@ -55,6 +56,11 @@ impl Recorder {
             self.latency(latency);
         }
         *self.errors.entry(error_kind(err)).or_default() += 1;
+    }
+
+    /// A failure of `kind` with no latency (e.g. `timeout`, `closed`).
+    pub fn count_error(&mut self, kind: &str) {
+        *self.errors.entry(kind.to_owned()).or_default() += 1;
     }
 
     fn latency(&mut self, latency: Duration) {
@@ -93,7 +99,11 @@ impl Recorder {
             max_us: if self.hist.is_empty() { 0 } else { self.hist.max() },
             mean_us: if self.hist.is_empty() { 0.0 } else { self.hist.mean() },
             errors: self.errors.clone(),
-            avg_body_bytes: if self.ok == 0 { 0.0 } else { self.body_bytes as f64 / self.ok as f64 },
+            avg_body_bytes: if self.ok == 0 {
+                0.0
+            } else {
+                self.body_bytes as f64 / self.ok as f64
+            },
         }
     }
 }
@@ -165,9 +175,16 @@ mod tests {
             a.ok(Duration::from_micros(i * 10), 100);
         }
         b.ok(Duration::from_millis(50), 300);
-        b.error(&client::Error::Server { addr: "x".into(), code: 17, remark: None }, Duration::from_micros(5));
         b.error(
-            &client::Error::Timeout { addr: "x".into(), code: 105, timeout: Duration::from_secs(3) },
+            &client::Error::Server { addr: "x".into(), code: 17, remark: None },
+            Duration::from_micros(5),
+        );
+        b.error(
+            &client::Error::Timeout {
+                addr: "x".into(),
+                code: 105,
+                timeout: Duration::from_secs(3),
+            },
             Duration::from_secs(3),
         );
         a.merge(&b);

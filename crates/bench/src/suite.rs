@@ -22,10 +22,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::cpu::{self, CpuMeter, PhaseCpu};
 use crate::load::{self, Fleet, Raised, Readers};
+use crate::raw::{self, Requests};
 use crate::server::{Kind, Memory, RssSampler, Server, Spec};
 use crate::stats::{Recorder, Summary};
-use crate::topology::{random_names, RegistrationBody, Registrar, Shape, Topology};
+use crate::topology::{random_names, Registrar, RegistrationBody, Shape, Topology};
 
 /// Every size of the suite (each is a command-line flag of `nsbench`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,6 +38,9 @@ pub struct Sizes {
     /// S1/S2 requests in flight per connection.
     pub depth: usize,
     pub warmup_ms: u64,
+    /// Reads per server before any measured phase (JIT warm-up for Java; not counted).
+    #[serde(default)]
+    pub prewarm_ms: u64,
     /// S1/S2 measured time per server and round.
     pub measure_ms: u64,
     /// S2: the longest pause between two registrations of one broker.
@@ -58,6 +63,14 @@ pub struct Sizes {
     /// S1/S2 rounds (server order rotated each round; figures merged over rounds).
     pub rounds: usize,
     pub seed: u64,
+    /// Before each measured phase, wait until other processes use at most this many cores…
+    #[serde(default)]
+    pub quiet_cores: f64,
+    /// … for at most this long (then measure anyway; the report shows the other load).
+    #[serde(default)]
+    pub quiet_wait_s: u64,
+    /// S1/S2 readers: `raw` (lean pipelined reader, see `raw.rs`) or `client` (our full client).
+    pub reader: String,
 }
 
 impl Sizes {
@@ -68,6 +81,7 @@ impl Sizes {
             conns: 64,
             depth: 8,
             warmup_ms: 3_000,
+            prewarm_ms: 10_000,
             measure_ms: 15_000,
             churn_ms: 100,
             big_topics: 50_000,
@@ -80,6 +94,9 @@ impl Sizes {
             s6_starts: 5,
             rounds: 2,
             seed: 20_240_601,
+            reader: "raw".to_owned(),
+            quiet_cores: 0.2,
+            quiet_wait_s: 300,
         }
     }
 
@@ -90,6 +107,7 @@ impl Sizes {
             conns: 16,
             depth: 4,
             warmup_ms: 500,
+            prewarm_ms: 1_500,
             measure_ms: 3_000,
             churn_ms: 100,
             big_topics: 10_000,
@@ -102,6 +120,9 @@ impl Sizes {
             s6_starts: 1,
             rounds: 1,
             seed: 20_240_601,
+            reader: "raw".to_owned(),
+            quiet_cores: 0.2,
+            quiet_wait_s: 5,
         }
     }
 }
@@ -134,7 +155,14 @@ pub struct S3 {
 /// S5's figures for one server.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct S5 {
+    /// Clients that connected and were answered.
     pub clients: usize,
+    /// Clients whose connection failed (refused, reset, timed out).
+    #[serde(default)]
+    pub refused: usize,
+    /// The first such failure.
+    #[serde(default)]
+    pub refused_error: Option<String>,
     pub readers: usize,
     /// Time to connect every client (each answered once).
     pub connect_secs: f64,
@@ -165,6 +193,9 @@ pub struct ServerReport {
     pub s5: Option<S5>,
     /// Scenarios that could not run, with the reason.
     pub failures: Vec<String>,
+    /// Cores used by the server, the load generator and others during each measured phase.
+    #[serde(default)]
+    pub cpu: Vec<PhaseCpu>,
 }
 
 impl ServerReport {
@@ -186,6 +217,7 @@ impl ServerReport {
             s3: None,
             s5: None,
             failures: Vec::new(),
+            cpu: Vec::new(),
         }
     }
 }
@@ -203,6 +235,18 @@ pub struct EnvInfo {
     pub versions: Vec<(String, String)>,
     pub quick: bool,
     pub wall_secs: f64,
+    /// `/proc/loadavg` when the suite started and when it ended (other work on the machine).
+    #[serde(default)]
+    pub loadavg_before: String,
+    #[serde(default)]
+    pub loadavg_after: String,
+}
+
+/// The first three fields of `/proc/loadavg`.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 /// The suite's result, as written to `latest.json`.
@@ -246,7 +290,12 @@ impl Live {
 
 /// Runs the suite on `specs` (any mix of kinds; the ceiling only runs S1), with server files
 /// under `workdir`. `say` receives progress lines.
-pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&str)) -> anyhow::Result<Vec<ServerReport>> {
+pub async fn run(
+    specs: &[Spec],
+    sizes: &Sizes,
+    workdir: &Path,
+    say: &dyn Fn(&str),
+) -> anyhow::Result<Vec<ServerReport>> {
     let topology = Topology::new(sizes.shape, sizes.seed);
     let bodies: Vec<Arc<RegistrationBody>> = (0..sizes.shape.clusters)
         .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
@@ -261,24 +310,41 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
     ));
     let probe = topology.topics.first().cloned().context("the topology has no topic")?;
 
+    // Raised during measured phases: idle servers' brokers hold their keep-alive registrations.
+    let measuring = watch::Sender::new(false);
+
     // Start every nameserver, one at a time (S6's first sample), then populate each.
     let mut lives = Vec::new();
     for spec in specs.iter().filter(|s| s.kind.is_namesrv()) {
         let dir = workdir.join(format!("{}-0", spec.kind.label()));
         let mut server = Server::spawn(spec, &dir)?;
         let ready = server.wait_ready(Duration::from_secs(120)).await?;
-        say(&format!("{:>14}: up in {:.0} ms on {} (pid {})", spec.kind.label(), ms(ready), server.addr, server.pid));
+        say(&format!(
+            "{:>14}: up in {:.0} ms on {} (pid {})",
+            spec.kind.label(),
+            ms(ready),
+            server.addr,
+            server.pid
+        ));
         let mut report = ServerReport::new(spec);
         report.startup_ms.push(ms(ready));
         tokio::time::sleep(Duration::from_secs(1)).await;
         report.mem_empty = server.memory().unwrap_or_default();
         let (keep_alive_stop, _) = watch::channel(false);
-        lives.push(Live { spec: spec.clone(), server, fleet: None, keep_alive_stop, report, s1: Vec::new(), s2: Vec::new() });
+        lives.push(Live {
+            spec: spec.clone(),
+            server,
+            fleet: None,
+            keep_alive_stop,
+            report,
+            s1: Vec::new(),
+            s2: Vec::new(),
+        });
     }
     for live in &mut lives {
         let fleet = Fleet::new(&live.server.addr, &topology, &bodies)?;
         let started = Instant::now();
-        match fleet.populate(8).await {
+        match fleet.populate(4).await {
             Ok(rec) => {
                 live.report.populate_secs = started.elapsed().as_secs_f64();
                 live.report.populate = rec.summary(started.elapsed());
@@ -290,7 +356,11 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
                     live.report.populate.p50_us as f64 / 1e3,
                     live.report.populate.max_us as f64 / 1e3
                 ));
-                drop(fleet.keep_alive(Duration::from_secs(30), live.keep_alive_stop.subscribe()));
+                drop(fleet.keep_alive(
+                    Duration::from_secs(30),
+                    live.keep_alive_stop.subscribe(),
+                    measuring.subscribe(),
+                ));
                 live.fleet = Some(fleet);
             }
             Err(e) => live.fail("populate", &e),
@@ -306,17 +376,27 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
     if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Ceiling) {
         let body = match lives.iter().find(|l| l.fleet.is_some()) {
             Some(l) => route_body(&l.server.addr, &probe).await?,
-            None => anyhow::bail!("the ceiling needs a populated nameserver to copy a route answer from"),
+            None => anyhow::bail!(
+                "the ceiling needs a populated nameserver to copy a route answer from"
+            ),
         };
         let file = workdir.join("ceiling-body.json");
         std::fs::write(&file, &body)?;
         let spec = Spec { ceiling_body: Some(file), ..spec.clone() };
         let mut server = Server::spawn(&spec, &workdir.join("ceiling"))?;
         server.wait_ready(Duration::from_secs(30)).await?;
-        say(&format!("{:>14}: up on {} answering {} body bytes", "ceiling", server.addr, body.len()));
+        say(&format!(
+            "{:>14}: up on {} answering {} body bytes",
+            "ceiling",
+            server.addr,
+            body.len()
+        ));
         ceiling = Some((server, ServerReport::new(&spec), Vec::<(Recorder, Duration)>::new()));
     }
 
+    let mode = ReadMode::new(&sizes.reader, &topology.topics)?;
+    let pids: Vec<u32> =
+        lives.iter().map(|l| l.server.pid).chain(ceiling.as_ref().map(|c| c.0.pid)).collect();
     let readers = Readers {
         depth: sizes.depth,
         warmup: Duration::from_millis(sizes.warmup_ms),
@@ -324,6 +404,33 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
         rate_per_task: None,
         stop: None,
     };
+    // Warm every server up (the JVM's JIT above all) before anything is measured.
+    let prewarm = Readers {
+        warmup: Duration::ZERO,
+        measure: Duration::from_millis(sizes.prewarm_ms),
+        ..readers.clone()
+    };
+    if sizes.prewarm_ms > 0 {
+        for live in lives.iter_mut().filter(|l| l.fleet.is_some()) {
+            match read_phase(
+                &live.server.addr,
+                sizes.conns,
+                &topology,
+                &mode,
+                &prewarm,
+                sizes.seed ^ 0xAA,
+            )
+            .await
+            {
+                Ok((rec, elapsed)) => say(&format!(
+                    "warm-up {:>14}: {}",
+                    live.spec.kind.label(),
+                    line(&rec.summary(elapsed))
+                )),
+                Err(e) => live.fail("warm-up", &e),
+            }
+        }
+    }
     let n = lives.len() + usize::from(ceiling.is_some());
     for round in 0..sizes.rounds {
         // S1, the order rotated each round; the ceiling takes its turn among the nameservers.
@@ -334,18 +441,54 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
                 if live.fleet.is_none() || !live.ok() {
                     continue;
                 }
-                match read_phase(&live.server.addr, sizes.conns, &topology, &readers, sizes.seed + round as u64).await {
+                gate(sizes, &pids, say).await;
+                measuring.send_replace(true);
+                let meter = CpuMeter::start(Some(live.server.pid), &pids);
+                let result = read_phase(
+                    &live.server.addr,
+                    sizes.conns,
+                    &topology,
+                    &mode,
+                    &readers,
+                    sizes.seed + round as u64,
+                )
+                .await;
+                live.report.cpu.push(meter.finish(&format!("S1 r{round}")));
+                measuring.send_replace(false);
+                match result {
                     Ok((rec, elapsed)) => {
-                        say(&format!("S1 r{round} {:>14}: {}", live.spec.kind.label(), line(&rec.summary(elapsed))));
+                        say(&format!(
+                            "S1 r{round} {:>14}: {}",
+                            live.spec.kind.label(),
+                            line(&rec.summary(elapsed))
+                        ));
                         live.report.s1_rounds.push(rec.summary(elapsed));
                         live.s1.push((rec, elapsed));
                     }
                     Err(e) => live.fail("S1", &e),
                 }
             } else if let Some((server, report, recs)) = ceiling.as_mut() {
-                match read_phase(&server.addr, sizes.conns, &topology, &readers, sizes.seed + round as u64).await {
+                gate(sizes, &pids, say).await;
+                measuring.send_replace(true);
+                let meter = CpuMeter::start(Some(server.pid), &pids);
+                let result = read_phase(
+                    &server.addr,
+                    sizes.conns,
+                    &topology,
+                    &mode,
+                    &readers,
+                    sizes.seed + round as u64,
+                )
+                .await;
+                report.cpu.push(meter.finish(&format!("S1 r{round}")));
+                measuring.send_replace(false);
+                match result {
                     Ok((rec, elapsed)) => {
-                        say(&format!("S1 r{round} {:>14}: {}", "ceiling", line(&rec.summary(elapsed))));
+                        say(&format!(
+                            "S1 r{round} {:>14}: {}",
+                            "ceiling",
+                            line(&rec.summary(elapsed))
+                        ));
                         report.s1_rounds.push(rec.summary(elapsed));
                         recs.push((rec, elapsed));
                     }
@@ -354,12 +497,19 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
             }
         }
         // S2.
-        for k in 0..lives.len() {
-            let live = &mut lives[(k + round) % lives.len()];
+        let count = lives.len();
+        for k in 0..count {
+            let live = &mut lives[(k + round) % count];
             if live.fleet.is_none() || !live.ok() {
                 continue;
             }
-            match churn_phase(live, sizes, &topology, &readers, round).await {
+            gate(sizes, &pids, say).await;
+            measuring.send_replace(true);
+            let meter = CpuMeter::start(Some(live.server.pid), &pids);
+            let result = churn_phase(live, sizes, &topology, &mode, &readers, round).await;
+            live.report.cpu.push(meter.finish(&format!("S2 r{round}")));
+            measuring.send_replace(false);
+            match result {
                 Ok(s2) => {
                     say(&format!(
                         "S2 r{round} {:>14}: {} | registrations {:.1}/s p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
@@ -395,7 +545,13 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
         if live.fleet.is_none() || !live.ok() {
             continue;
         }
-        match big_phase(live, sizes, &topology, &big_topics, &big_body).await {
+        gate(sizes, &pids, say).await;
+        measuring.send_replace(true);
+        let meter = CpuMeter::start(Some(live.server.pid), &pids);
+        let result = big_phase(live, sizes, &topology, &big_topics, &big_body).await;
+        live.report.cpu.push(meter.finish("S3"));
+        measuring.send_replace(false);
+        match result {
             Ok(s3) => {
                 say(&format!(
                     "S3    {:>14}: first {:.0} ms (visible {}), again {:?} ms | reads during p99 {:.2} ms max {:.2} ms, outside p99 {:.2} ms",
@@ -418,12 +574,19 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
         if live.fleet.is_none() || !live.ok() {
             continue;
         }
-        match many_clients_phase(live, sizes, &topology).await {
+        gate(sizes, &pids, say).await;
+        measuring.send_replace(true);
+        let meter = CpuMeter::start(Some(live.server.pid), &pids);
+        let result = many_clients_phase(live, sizes, &topology).await;
+        live.report.cpu.push(meter.finish("S5"));
+        measuring.send_replace(false);
+        match result {
             Ok(s5) => {
                 say(&format!(
-                    "S5    {:>14}: {} clients connected in {:.1} s, RSS {} MiB | {}",
+                    "S5    {:>14}: {} clients connected ({} failed) in {:.1} s, RSS {} MiB | {}",
                     live.spec.kind.label(),
                     s5.clients,
+                    s5.refused,
                     s5.connect_secs,
                     s5.rss_kib / 1024,
                     line(&s5.reads)
@@ -452,7 +615,13 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
         report.mem_end = server.memory().unwrap_or_default();
         report.s1 = merged(&recs);
         server.stop();
-        reports.push((Spec { ceiling_body: None, ..specs.iter().find(|s| s.kind == Kind::Ceiling).cloned().context("ceiling spec")? }, report));
+        reports.push((
+            Spec {
+                ceiling_body: None,
+                ..specs.iter().find(|s| s.kind == Kind::Ceiling).cloned().context("ceiling spec")?
+            },
+            report,
+        ));
     }
 
     // S6: more start-ups, alternating servers, nothing else running.
@@ -469,15 +638,50 @@ pub async fn run(specs: &[Spec], sizes: &Sizes, workdir: &Path, say: &dyn Fn(&st
     }
     for (spec, report) in &reports {
         if spec.kind.is_namesrv() {
-            say(&format!("S6    {:>14}: start-up {:?} ms", spec.kind.label(), report.startup_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>()));
+            say(&format!(
+                "S6    {:>14}: start-up {:?} ms",
+                spec.kind.label(),
+                report.startup_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>()
+            ));
         }
     }
     Ok(reports.into_iter().map(|(_, r)| r).collect())
 }
 
+/// How S1/S2 read: the lean reader's pre-encoded requests, or the full client.
+pub enum ReadMode {
+    Raw(Arc<Requests>),
+    Client,
+}
+
+impl ReadMode {
+    /// `"raw"` or `"client"`, for `topics`.
+    pub fn new(name: &str, topics: &[Arc<str>]) -> anyhow::Result<Self> {
+        match name {
+            "raw" => {
+                Ok(Self::Raw(Arc::new(Requests::new(&Client::new("127.0.0.1:9876")?, topics)?)))
+            }
+            "client" => Ok(Self::Client),
+            other => anyhow::bail!("unknown reader {other:?} (raw or client)"),
+        }
+    }
+}
+
 /// S1-style reads against `addr`: `conns` new connections, then the readers.
-async fn read_phase(addr: &str, conns: usize, topology: &Topology, readers: &Readers, seed: u64) -> anyhow::Result<(Recorder, Duration)> {
+pub async fn read_phase(
+    addr: &str,
+    conns: usize,
+    topology: &Topology,
+    mode: &ReadMode,
+    readers: &Readers,
+    seed: u64,
+) -> anyhow::Result<(Recorder, Duration)> {
     let probe = topology.topics[0].clone();
+    if let ReadMode::Raw(requests) = mode {
+        raw::probe(addr, &probe).await?;
+        let result = raw::run(addr, conns, requests.clone(), readers, seed).await?;
+        return Ok((result.all, result.elapsed));
+    }
     let clients = load::connect_clients(addr, conns, 64, &probe).await?;
     let result = load::run_readers(&clients, topology.topics.clone(), readers, None, seed).await;
     for c in &clients {
@@ -487,24 +691,42 @@ async fn read_phase(addr: &str, conns: usize, topology: &Topology, readers: &Rea
 }
 
 /// S2: S1's readers while every broker churns.
-async fn churn_phase(live: &mut Live, sizes: &Sizes, topology: &Topology, readers: &Readers, round: usize) -> anyhow::Result<S2> {
+async fn churn_phase(
+    live: &mut Live,
+    sizes: &Sizes,
+    topology: &Topology,
+    mode: &ReadMode,
+    readers: &Readers,
+    round: usize,
+) -> anyhow::Result<S2> {
     let fleet = live.fleet.as_ref().context("no fleet")?;
-    let probe = topology.topics[0].clone();
-    let clients = load::connect_clients(&live.server.addr, sizes.conns, 64, &probe).await?;
+    // The server must answer before the churn starts (not only once it runs).
+    raw::probe(&live.server.addr, &topology.topics[0]).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let measure_from = Instant::now() + readers.warmup;
-    let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), measure_from, stop_rx, sizes.seed + round as u64);
+    let churn = fleet.churn(
+        Duration::from_millis(sizes.churn_ms),
+        measure_from,
+        stop_rx,
+        sizes.seed + round as u64,
+    );
     let sampler = RssSampler::start(live.server.pid, Duration::from_millis(100));
-    let result = load::run_readers(&clients, topology.topics.clone(), readers, None, sizes.seed ^ 0x52 ^ round as u64).await;
+    let result = read_phase(
+        &live.server.addr,
+        sizes.conns,
+        topology,
+        mode,
+        readers,
+        sizes.seed ^ 0x52 ^ round as u64,
+    )
+    .await;
     stop_tx.send_replace(true);
     let regs = churn.await?;
+    let (reads, elapsed) = result?;
     live.report.rss_s2_peak_kib = live.report.rss_s2_peak_kib.max(sampler.max_kib());
     drop(sampler);
-    for c in &clients {
-        c.close().await;
-    }
-    let s2 = S2 { reads: result.all.summary(result.elapsed), registrations: regs.summary(result.elapsed) };
-    live.s2.push((result.all, result.elapsed, regs));
+    let s2 = S2 { reads: reads.summary(elapsed), registrations: regs.summary(elapsed) };
+    live.s2.push((reads, elapsed, regs));
     Ok(s2)
 }
 
@@ -517,8 +739,10 @@ async fn big_phase(
     body: &Arc<RegistrationBody>,
 ) -> anyhow::Result<S3> {
     let addr = live.server.addr.clone();
-    let identity = crate::topology::broker_identity("bench-big", "broker-big-0", "127.0.200.1:10911");
-    let mut registrar = Registrar::new(&addr, identity.clone(), body.clone(), Duration::from_secs(120))?;
+    let identity =
+        crate::topology::broker_identity("bench-big", "broker-big-0", "127.0.200.1:10911");
+    let mut registrar =
+        Registrar::new(&addr, identity.clone(), body.clone(), Duration::from_secs(120))?;
     let probe = topology.topics[0].clone();
     let clients = load::connect_clients(&addr, sizes.s3_conns, 64, &probe).await?;
     let busy = Arc::new(AtomicBool::new(false));
@@ -532,7 +756,9 @@ async fn big_phase(
     };
     let reading = {
         let (topics, busy) = (topology.topics.clone(), busy.clone());
-        tokio::spawn(async move { load::run_readers(&clients, topics, &readers, Some(busy), 77).await })
+        tokio::spawn(
+            async move { load::run_readers(&clients, topics, &readers, Some(busy), 77).await },
+        )
     };
     // Baseline reads first.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -576,7 +802,11 @@ async fn big_phase(
 
 /// Polls `topic` until it is readable (at most 120 s); the time since `since`.
 async fn first_visible(addr: &str, topic: &str, since: Instant) -> Option<Duration> {
-    let client = Client::with_config(addr, ClientConfig { request_timeout: Duration::from_secs(10), ..ClientConfig::default() }).ok()?;
+    let client = Client::with_config(
+        addr,
+        ClientConfig { request_timeout: Duration::from_secs(10), ..ClientConfig::default() },
+    )
+    .ok()?;
     while since.elapsed() < Duration::from_secs(120) {
         if client.get_route_body(topic, RouteOptions::default()).await.is_ok() {
             let t = since.elapsed();
@@ -589,11 +819,21 @@ async fn first_visible(addr: &str, topic: &str, since: Instant) -> Option<Durati
 }
 
 /// S5: many connected clients, some reading (one request in flight each).
-async fn many_clients_phase(live: &mut Live, sizes: &Sizes, topology: &Topology) -> anyhow::Result<S5> {
+async fn many_clients_phase(
+    live: &mut Live,
+    sizes: &Sizes,
+    topology: &Topology,
+) -> anyhow::Result<S5> {
     let probe = topology.topics[0].clone();
     let started = Instant::now();
-    let clients = load::connect_clients(&live.server.addr, sizes.s5_clients, 256, &probe).await?;
+    let (clients, failed, first_error) =
+        load::connect_many(&live.server.addr, sizes.s5_clients, 256, &probe).await?;
     let connect_secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        !clients.is_empty(),
+        "no client could connect: {}",
+        first_error.unwrap_or_default()
+    );
     let sampler = RssSampler::start(live.server.pid, Duration::from_millis(100));
     let readers = Readers {
         depth: 1,
@@ -602,8 +842,10 @@ async fn many_clients_phase(live: &mut Live, sizes: &Sizes, topology: &Topology)
         rate_per_task: None,
         stop: None,
     };
+    let n_connected = clients.len();
     let n = sizes.s5_readers.min(clients.len());
-    let result = load::run_readers(&clients[..n], topology.topics.clone(), &readers, None, 55).await;
+    let result =
+        load::run_readers(&clients[..n], topology.topics.clone(), &readers, None, 55).await;
     let rss_kib = sampler.max_kib().max(live.server.memory().unwrap_or_default().rss_kib);
     drop(sampler);
     for c in &clients {
@@ -611,7 +853,15 @@ async fn many_clients_phase(live: &mut Live, sizes: &Sizes, topology: &Topology)
     }
     drop(clients);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    Ok(S5 { clients: sizes.s5_clients, readers: n, connect_secs, reads: result.all.summary(result.elapsed), rss_kib })
+    Ok(S5 {
+        clients: n_connected,
+        refused: failed,
+        refused_error: first_error,
+        readers: n,
+        connect_secs,
+        reads: result.all.summary(result.elapsed),
+        rss_kib,
+    })
 }
 
 /// The GET_ROUTEINFO_BY_TOPIC body `addr` answers for `topic`.
@@ -650,4 +900,17 @@ pub fn line(s: &Summary) -> String {
         s.max_us as f64 / 1e3,
         s.errors_text()
     )
+}
+
+/// Waits (bounded) for other work on the machine to calm down before a measured phase.
+async fn gate(sizes: &Sizes, server_pids: &[u32], say: &dyn Fn(&str)) {
+    if sizes.quiet_wait_s > 0 {
+        cpu::wait_quiet(
+            sizes.quiet_cores,
+            Duration::from_secs(sizes.quiet_wait_s),
+            server_pids,
+            say,
+        )
+        .await;
+    }
 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use client::{BrokerIdentity, Client, ClientConfig, RegisterBroker};
-use remoting::body::{self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use remoting::body::{
+    self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
+};
 use remoting::RemotingCommand;
 
 /// The shape of the simulated cluster.
@@ -45,7 +47,11 @@ impl Topology {
     /// Broker `i` of cluster `c`: `bench-c{c}` / `broker-c{c}-{i}` at `127.0.{c+1}.{i+1}:10911`
     /// (strings only; nothing connects to them).
     pub fn broker(&self, c: usize, i: usize) -> BrokerIdentity {
-        broker_identity(&format!("bench-c{c}"), &format!("broker-c{c}-{i}"), &format!("127.0.{}.{}:10911", c + 1, i + 1))
+        broker_identity(
+            &format!("bench-c{c}"),
+            &format!("broker-c{c}-{i}"),
+            &format!("127.0.{}.{}:10911", c + 1, i + 1),
+        )
     }
 
     /// Every broker, cluster by cluster, with its cluster index.
@@ -84,7 +90,8 @@ pub struct RegistrationBody {
 }
 
 /// DataVersion values that cannot occur elsewhere in a body, to find where it sits.
-const MARK: DataVersion = DataVersion { counter: 918_273_645_546_372, state_version: 7, timestamp: 192_837_465_564_738 };
+const MARK: DataVersion =
+    DataVersion { counter: 918_273_645_546_372, state_version: 7, timestamp: 192_837_465_564_738 };
 
 impl RegistrationBody {
     /// The body of a broker serving `topics` (8 read / 8 write queues, perm 6, like Java's
@@ -112,7 +119,8 @@ impl RegistrationBody {
         };
         let json = body::to_legacy_json(&body);
         let mark = body::to_legacy_json(&MARK);
-        let at = find(&json, &mark).expect("the DataVersion of an encoded RegisterBrokerBody is in it");
+        let at =
+            find(&json, &mark).expect("the DataVersion of an encoded RegisterBrokerBody is in it");
         Self {
             prefix: Bytes::copy_from_slice(&json[..at]),
             suffix: Bytes::copy_from_slice(&json[at + mark.len()..]),
@@ -150,7 +158,9 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 fn now_millis() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// One simulated broker: its own client connection to one nameserver, its identity, its
@@ -166,10 +176,16 @@ pub struct Registrar {
 impl Registrar {
     /// A broker `identity` serving `body`, registering with `addr` over its own connection
     /// (made on the first registration). `timeout` bounds one registration (Java: 24 s).
-    pub fn new(addr: &str, identity: BrokerIdentity, body: Arc<RegistrationBody>, timeout: Duration) -> anyhow::Result<Self> {
+    pub fn new(
+        addr: &str,
+        identity: BrokerIdentity,
+        body: Arc<RegistrationBody>,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
         let config = ClientConfig { request_timeout: timeout, ..ClientConfig::default() };
         let client = Client::with_config(addr, config)?;
-        let empty = RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };
+        let empty =
+            RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };
         let header = client.register_broker_command(&empty);
         let version = DataVersion { counter: 1, state_version: 0, timestamp: now_millis() };
         Ok(Self { client, header, body, version, timeout })
@@ -220,11 +236,14 @@ mod tests {
 
     #[test]
     fn brokers_and_topics_are_distinct() {
-        let t = Topology::new(Shape { clusters: 3, brokers_per_cluster: 4, topics_per_cluster: 10 }, 9);
+        let t =
+            Topology::new(Shape { clusters: 3, brokers_per_cluster: 4, topics_per_cluster: 10 }, 9);
         let brokers = t.brokers();
         assert_eq!(brokers.len(), 12);
-        let names: std::collections::HashSet<_> = brokers.iter().map(|(_, b)| b.broker_name.clone()).collect();
-        let addrs: std::collections::HashSet<_> = brokers.iter().map(|(_, b)| b.broker_addr.clone()).collect();
+        let names: std::collections::HashSet<_> =
+            brokers.iter().map(|(_, b)| b.broker_name.clone()).collect();
+        let addrs: std::collections::HashSet<_> =
+            brokers.iter().map(|(_, b)| b.broker_addr.clone()).collect();
         assert_eq!((names.len(), addrs.len()), (12, 12));
         let topics: std::collections::HashSet<_> = t.topics.iter().cloned().collect();
         assert_eq!(topics.len(), 30);

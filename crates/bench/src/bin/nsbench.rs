@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use bench::load::{self, Fleet, Readers};
+use bench::load::{Fleet, Readers};
 use bench::report;
 use bench::server::{Kind, Spec};
 use bench::suite::{self, EnvInfo, Report, Sizes};
@@ -25,9 +25,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Start every server, run S1–S6 against each, write latest.{json,md,svg}.
-    Suite(SuiteArgs),
+    Suite(Box<SuiteArgs>),
     /// Populate one running nameserver and read from it (S1; S2 with --churn-ms).
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
     /// Re-render latest.md and latest.svg from a latest.json.
     Report {
         /// The JSON written by `suite`.
@@ -60,6 +60,9 @@ struct SizeFlags {
     depth: Option<usize>,
     #[arg(long)]
     warmup_ms: Option<u64>,
+    /// Unmeasured reads per server before the first phase (JIT warm-up).
+    #[arg(long)]
+    prewarm_ms: Option<u64>,
     /// Measured time of S1 and S2, per server and round.
     #[arg(long)]
     measure_ms: Option<u64>,
@@ -88,6 +91,15 @@ struct SizeFlags {
     rounds: Option<usize>,
     #[arg(long)]
     seed: Option<u64>,
+    /// S1/S2 readers: `raw` (lean pipelined reader) or `client` (our full client).
+    #[arg(long)]
+    reader: Option<String>,
+    /// Before each measured phase wait until other processes use at most this many cores…
+    #[arg(long)]
+    quiet_cores: Option<f64>,
+    /// … for at most this many seconds (0 = do not wait).
+    #[arg(long)]
+    quiet_wait_s: Option<u64>,
 }
 
 impl SizeFlags {
@@ -98,11 +110,14 @@ impl SizeFlags {
         }
         set!(
             clusters => shape.clusters, brokers => shape.brokers_per_cluster, topics => shape.topics_per_cluster,
-            conns => conns, depth => depth, warmup_ms => warmup_ms, measure_ms => measure_ms, churn_ms => churn_ms,
+            conns => conns, depth => depth, warmup_ms => warmup_ms, prewarm_ms => prewarm_ms, measure_ms => measure_ms, churn_ms => churn_ms,
             big_topics => big_topics, big_registrations => big_registrations, s3_conns => s3_conns, s3_rate => s3_rate,
             s5_clients => s5_clients, s5_readers => s5_readers, s5_measure_ms => s5_measure_ms, s6_starts => s6_starts,
-            rounds => rounds, seed => seed,
+            rounds => rounds, seed => seed, quiet_cores => quiet_cores, quiet_wait_s => quiet_wait_s,
         );
+        if let Some(r) = &self.reader {
+            s.reader = r.clone();
+        }
         s
     }
 }
@@ -124,7 +139,7 @@ struct SuiteArgs {
     #[arg(long)]
     java_lib: Option<PathBuf>,
     /// JVM options of the Java nameserver.
-    #[arg(long, default_value = "-Xms1g -Xmx1g -XX:+UseG1GC")]
+    #[arg(long, default_value = "-Xms1g -Xmx1g -XX:+UseG1GC", allow_hyphen_values = true)]
     jvm_opts: String,
     /// rocketmq-rust's `rocketmq-namesrv-rust` binary.
     #[arg(long)]
@@ -156,23 +171,44 @@ struct LoadArgs {
     /// Also run S2 (churn) after S1.
     #[arg(long)]
     churn: bool,
+    /// Skip S1 (e.g. `--churn --skip-s1` to profile S2 alone).
+    #[arg(long)]
+    skip_s1: bool,
 }
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.cmd {
-        Cmd::Suite(a) => rt.block_on(suite_cmd(a)),
-        Cmd::Load(a) => rt.block_on(load_cmd(a)),
+        Cmd::Suite(a) => rt.block_on(async move {
+            // On Ctrl-C / SIGTERM stop the servers too (they are not killed with us).
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = suite_cmd(*a) => r,
+                _ = tokio::signal::ctrl_c() => interrupted(),
+                _ = term.recv() => interrupted(),
+            }
+        }),
+        Cmd::Load(a) => rt.block_on(load_cmd(*a)),
         Cmd::Report { json, out } => {
-            let r: Report = serde_json::from_slice(&std::fs::read(&json).with_context(|| format!("read {}", json.display()))?)?;
+            let r: Report = serde_json::from_slice(
+                &std::fs::read(&json).with_context(|| format!("read {}", json.display()))?,
+            )?;
             write_report(&r, &out)
         }
     }
+}
+
+fn interrupted() -> anyhow::Result<()> {
+    bench::server::kill_all();
+    anyhow::bail!("interrupted; servers stopped")
 }
 
 fn say(line: &str) {
@@ -184,20 +220,40 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
     let mut specs = Vec::new();
     for name in &a.servers {
         let kind = Kind::parse(name.trim()).with_context(|| format!("unknown server {name:?}"))?;
-        let need = |p: &Option<PathBuf>, flag: &str| p.clone().with_context(|| format!("{} needs --{flag}", kind.label()));
+        // Absolute paths: servers run in their own directories.
+        let need = |p: &Option<PathBuf>, flag: &str| {
+            let p = p.clone().with_context(|| format!("{} needs --{flag}", kind.label()))?;
+            std::fs::canonicalize(&p).with_context(|| format!("--{flag} {}", p.display()))
+        };
         specs.push(match kind {
-            Kind::Ours => Spec { kind, program: need(&a.ours, "ours")?, java_lib: None, jvm_opts: vec![], ceiling_body: None },
+            Kind::Ours => Spec {
+                kind,
+                program: need(&a.ours, "ours")?,
+                java_lib: None,
+                jvm_opts: vec![],
+                ceiling_body: None,
+            },
             Kind::Java => Spec {
                 kind,
-                program: a.java.clone(),
+                program: std::fs::canonicalize(&a.java).unwrap_or_else(|_| a.java.clone()),
                 java_lib: Some(need(&a.java_lib, "java-lib")?),
                 jvm_opts: a.jvm_opts.split_whitespace().map(str::to_owned).collect(),
                 ceiling_body: None,
             },
-            Kind::RocketmqRust => {
-                Spec { kind, program: need(&a.rocketmq_rust, "rocketmq-rust")?, java_lib: None, jvm_opts: vec![], ceiling_body: None }
-            }
-            Kind::Ceiling => Spec { kind, program: need(&a.ceiling, "ceiling")?, java_lib: None, jvm_opts: vec![], ceiling_body: None },
+            Kind::RocketmqRust => Spec {
+                kind,
+                program: need(&a.rocketmq_rust, "rocketmq-rust")?,
+                java_lib: None,
+                jvm_opts: vec![],
+                ceiling_body: None,
+            },
+            Kind::Ceiling => Spec {
+                kind,
+                program: need(&a.ceiling, "ceiling")?,
+                java_lib: None,
+                jvm_opts: vec![],
+                ceiling_body: None,
+            },
         });
     }
     let workdir = match &a.workdir {
@@ -207,8 +263,12 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&workdir)?;
     say(&format!("nsbench suite: servers {:?}, work dir {}", a.servers, workdir.display()));
     let started = Instant::now();
+    let load_before = suite::loadavg();
+    say(&format!("load average before: {load_before}"));
     let servers = suite::run(&specs, &sizes, &workdir, &say).await?;
     let mut env = env_info(&a);
+    env.loadavg_before = load_before;
+    env.loadavg_after = suite::loadavg();
     env.quick = a.sizes.quick;
     env.wall_secs = started.elapsed().as_secs_f64();
     let report = Report { env, sizes, servers };
@@ -216,7 +276,11 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
     std::fs::write(a.out.join("latest.json"), serde_json::to_vec_pretty(&report)?)?;
     write_report(&report, &a.out)?;
     println!("\n{}", report::markdown(&report).split("\n## Figures").next().unwrap_or_default());
-    say(&format!("wrote {}/latest.{{json,md,svg}} in {:.0} s", a.out.display(), report.env.wall_secs));
+    say(&format!(
+        "wrote {}/latest.{{json,md,svg}} in {:.0} s",
+        a.out.display(),
+        report.env.wall_secs
+    ));
     let _ = std::fs::remove_dir_all(&workdir);
     Ok(())
 }
@@ -233,15 +297,32 @@ fn env_info(a: &SuiteArgs) -> EnvInfo {
             .args(args)
             .output()
             .ok()
-            .map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().to_owned())
+            .map(|o| {
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                )
+                .trim()
+                .to_owned()
+            })
             .unwrap_or_default()
     };
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())))
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
         .unwrap_or_default();
     let java = if a.servers.iter().any(|s| s == "java") {
-        run(&a.java.display().to_string(), &["-version"]).lines().next().unwrap_or_default().to_owned()
+        run(&a.java.display().to_string(), &["-version"])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
     } else {
         "not used".to_owned()
     };
@@ -251,11 +332,23 @@ fn env_info(a: &SuiteArgs) -> EnvInfo {
         date: run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         cpu,
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
         java,
-        versions: a.notes.iter().map(|n| n.split_once('=').map_or((n.clone(), String::new()), |(k, v)| (k.to_owned(), v.to_owned()))).collect(),
+        versions: a
+            .notes
+            .iter()
+            .map(|n| {
+                n.split_once('=')
+                    .map_or((n.clone(), String::new()), |(k, v)| (k.to_owned(), v.to_owned()))
+            })
+            .collect(),
         quick: false,
         wall_secs: 0.0,
+        loadavg_before: String::new(),
+        loadavg_after: String::new(),
     }
 }
 
@@ -263,8 +356,9 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
     let sizes = a.sizes.sizes();
     let shape = Shape { ..sizes.shape };
     let topology = Topology::new(shape, sizes.seed);
-    let bodies: Vec<Arc<RegistrationBody>> =
-        (0..shape.clusters).map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c)))).collect();
+    let bodies: Vec<Arc<RegistrationBody>> = (0..shape.clusters)
+        .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
+        .collect();
     let fleet = Fleet::new(&a.addr, &topology, &bodies)?;
     if !a.no_populate {
         let t = Instant::now();
@@ -278,18 +372,23 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
         rate_per_task: None,
         stop: None,
     };
-    let clients = load::connect_clients(&a.addr, sizes.conns, 64, &topology.topics[0]).await?;
-    let r = load::run_readers(&clients, topology.topics.clone(), &readers, None, sizes.seed).await;
-    say(&format!("S1 {}", suite::line(&r.all.summary(r.elapsed))));
+    let mode = suite::ReadMode::new(&sizes.reader, &topology.topics)?;
+    if !a.skip_s1 {
+        let (rec, elapsed) =
+            suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed).await?;
+        say(&format!("S1 {}", suite::line(&rec.summary(elapsed))));
+    }
     if a.churn {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let from = tokio::time::Instant::now() + readers.warmup;
         let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), from, stop_rx, sizes.seed);
-        let r = load::run_readers(&clients, topology.topics.clone(), &readers, None, sizes.seed + 1).await;
+        let r = suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed + 1)
+            .await;
         stop_tx.send_replace(true);
         let regs = churn.await?;
-        say(&format!("S2 {}", suite::line(&r.all.summary(r.elapsed))));
-        say(&format!("S2 registrations {}", suite::line(&regs.summary(r.elapsed))));
+        let (rec, elapsed) = r?;
+        say(&format!("S2 {}", suite::line(&rec.summary(elapsed))));
+        say(&format!("S2 registrations {}", suite::line(&regs.summary(elapsed))));
     }
     fleet.close().await;
     Ok(())
