@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
 use remoting::frame::{FrameError, RemotingCodec};
 use remoting::RemotingCommand;
@@ -152,16 +153,33 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
+                let large = request.body_bytes().len() > READ_BUFFER_KEEP;
                 if let Some(response) = dispatch(state, ctx, request).await {
                     if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                         break;
                     }
                 }
+                if large {
+                    shrink_read_buffer(framed.read_buffer_mut());
+                }
             }
         }
     }
     let _ = SinkExt::<RemotingCommand>::flush(&mut framed).await;
+}
+
+/// Frames with a body larger than this (a broker's multi-MB registration) leave the read buffer
+/// pointing into their allocation; it is then replaced (see [`shrink_read_buffer`]).
+const READ_BUFFER_KEEP: usize = 64 * 1024;
+
+/// Replaces the read buffer by a fresh one holding only the bytes not yet decoded, so the
+/// multi-MB allocation of the previous frame is freed instead of kept alive by the buffer's
+/// view of its tail until the broker's next registration.
+fn shrink_read_buffer(buf: &mut BytesMut) {
+    let mut fresh = BytesMut::with_capacity(buf.len().max(8 * 1024));
+    fresh.extend_from_slice(buf);
+    *buf = fresh;
 }
 
 /// Why a quiet connection woke up.
