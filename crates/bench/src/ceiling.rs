@@ -64,26 +64,7 @@ pub fn request_opaque(header_info: u32, header: &[u8]) -> Option<i32> {
         let b = header.get(5..9)?;
         return Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
     }
-    let key = b"\"opaque\":";
-    let at = header.windows(key.len()).position(|w| w == key)? + key.len();
-    let rest = &header[at..];
-    let (neg, digits) = match rest.first() {
-        Some(b'-') => (true, &rest[1..]),
-        _ => (false, rest),
-    };
-    let mut v: i64 = 0;
-    let mut n = 0;
-    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
-        v = v * 10 + i64::from(c - b'0');
-        n += 1;
-        if n > 11 {
-            return None;
-        }
-    }
-    if n == 0 {
-        return None;
-    }
-    i32::try_from(if neg { -v } else { v }).ok()
+    crate::raw::json_int(header, b"\"opaque\":")
 }
 
 /// Serves `answer` on `listener` until the process ends.

@@ -79,7 +79,7 @@ impl Requests {
 }
 
 /// An integer JSON field of a header (`"code":17`), without decoding the rest.
-fn json_int(header: &[u8], key: &[u8]) -> Option<i32> {
+pub(crate) fn json_int(header: &[u8], key: &[u8]) -> Option<i32> {
     let at = header.windows(key.len()).position(|w| w == key)? + key.len();
     let rest = &header[at..];
     let (neg, digits) = match rest.first() {
