@@ -6,6 +6,7 @@
 //! repository root builds them, fetches the peer nameservers and runs the suite.
 
 pub mod ceiling;
+pub mod chart;
 pub mod cpu;
 pub mod load;
 pub mod raw;

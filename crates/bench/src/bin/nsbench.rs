@@ -288,7 +288,7 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
 fn write_report(r: &Report, out: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("latest.md"), report::markdown(r))?;
-    report::chart(r, &out.join("latest.svg"))
+    bench::chart::chart(r, &out.join("latest.svg"))
 }
 
 fn env_info(a: &SuiteArgs) -> EnvInfo {
