@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod load;
 pub mod raw;
 pub mod report;
+pub mod results;
 pub mod server;
 pub mod stats;
 pub mod suite;
