@@ -590,3 +590,54 @@ async fn wiped_write_perm_survives_identical_re_registration_until_data_version_
     assert_eq!(resp.code, 0);
     assert_eq!(conn.route("TopicTest").await.expect("route").queue_datas[0].perm, 6);
 }
+
+/// A re-registration whose body differs from the previous one only in its DataVersion skips
+/// decoding the topic table; every observable result stays Java's.
+#[tokio::test]
+async fn data_version_bumps_with_an_unchanged_topic_table_behave_like_java() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let register = |topics: Vec<remoting::body::TopicConfig>, counter: i64| {
+        master().register_body(register_body_of(topics, data_version(counter)))
+    };
+    let topic = |name: &str, perm: i32| remoting::body::TopicConfig {
+        read_queue_nums: 8,
+        write_queue_nums: 8,
+        perm,
+        ..remoting::body::TopicConfig::named(name)
+    };
+    let query = |counter: i64| {
+        master()
+            .request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(counter))))
+    };
+    let perm =
+        |route: Option<remoting::body::TopicRouteData>| route.expect("route").queue_datas[0].perm;
+
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 6)], 1)).await.code, 0);
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 6)], 2)).await.code, 0);
+    assert_eq!(conn.call(query(2)).await.ext("changed"), Some("false"), "version 2 stored");
+    assert_eq!(perm(conn.route("B").await), 6);
+
+    // A new version re-puts every queue, undoing a wipe, as in Java.
+    let wipe = request(RequestCode::WipeWritePermOfBroker, &[("brokerName", "broker-a")], None);
+    assert_eq!(conn.call(wipe).await.code, 0);
+    assert_eq!(perm(conn.route("B").await), 4);
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 6)], 3)).await.code, 0);
+    assert_eq!(perm(conn.route("B").await), 6, "restored by the new version");
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 6)], 4)).await.code, 0);
+
+    // A changed topic is seen whatever the version's length.
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 2)], 5)).await.code, 0);
+    assert_eq!(perm(conn.route("B").await), 2);
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 2)], 123_456_789)).await.code, 0);
+    assert_eq!(conn.call(query(123_456_789)).await.ext("changed"), Some("false"));
+    assert_eq!(conn.call(register(vec![topic("A", 6), topic("B", 6)], 7)).await.code, 0);
+    assert_eq!(perm(conn.route("B").await), 6);
+    assert_eq!(conn.call(query(7)).await.ext("changed"), Some("false"));
+
+    // A body whose version is not an object where the last one sat is decoded in full (and
+    // refused, as Java refuses it).
+    let bad = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":"x","topicConfigTable":{}}}"#;
+    assert_eq!(conn.call(master().register_body(bad.to_vec())).await.code, 1);
+    assert_eq!(conn.call(query(7)).await.ext("changed"), Some("false"), "nothing applied");
+}

@@ -371,8 +371,16 @@ pub fn parse_lenient_object(
 /// top-level non-object). Java: `RemotingSerializable.decode` (fastjson `JSON.parseObject`)
 pub fn from_slice_lenient<T: DeserializeOwned>(input: &[u8]) -> Result<T, LenientJsonError> {
     non_empty(input)?;
-    let strict = normalize(input)?;
-    Ok(serde_json::from_slice(&strict)?)
+    // Strict JSON (what Java and every client send) parses in one pass. `normalize` never
+    // rewrites strict JSON, so only input that fails strictly needs the rewriting pass.
+    let strict_err = match serde_json::from_slice(input) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    match normalize(input)? {
+        Cow::Borrowed(_) => Err(strict_err.into()),
+        Cow::Owned(rewritten) => Ok(serde_json::from_slice(&rewritten)?),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use remoting::body::skim::skim_register_body;
 use remoting::body::{
     body_crc32, from_json, DataVersion, KvTable, RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
@@ -15,13 +16,16 @@ use remoting::headers::{
     WipeWritePermOfBrokerResponseHeader, ZONE_NAME,
 };
 use remoting::{version, RemotingCommand, ResponseCode};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
+use xxhash_rust::xxh3::Xxh3;
 
 use super::{success, success_json};
 use crate::config::Config;
 use crate::dispatch::{HandlerError, HandlerResult};
 use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::route::{RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest};
+use crate::route::{
+    RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest, VersionFrame,
+};
 use crate::state::{ConnCtx, State};
 
 /// A handler-level REGISTER_BROKER failure: code 1, and `"extFields":{}` like Java's.
@@ -96,29 +100,56 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
     let config = state.config.load();
     let delete_topics = config.delete_topic_with_broker_registration;
     let zone_name = request.ext(ZONE_NAME);
-    let digest = registration_digest(request, &header, zone_name, delete_topics);
+    let compressed = header.compressed.unwrap_or(false);
+    let fields = digest_fields(request, &header, zone_name, delete_topics);
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
     {
+        // Digested the way this address's last registration was: around its DataVersion when
+        // the stamp says where that sat and this body has a DataVersion there, else whole.
+        let around = state
+            .routes
+            .version_frame(cluster, broker_addr)
+            .filter(|_| !compressed)
+            .and_then(|frame| digest_around_version(&fields, request.body_bytes(), frame));
+        let (request_digest, data_version) = match around {
+            Some((digest, version)) => (digest, Some(version)),
+            None => (digest_whole(&fields, request.body_bytes()), None),
+        };
         let key = UnchangedRegistration {
             cluster,
             broker_addr,
             broker_name,
             broker_id,
-            request_digest: digest,
+            request_digest,
             conn: conn.id,
+            data_version,
         };
         if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms()) {
+            debug!(broker = %broker_addr, new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
             return Ok(register_response(state, &config, outcome));
         }
     }
-    let body = register_body(request, header.compressed.unwrap_or(false))?;
+    let body = register_body(request, compressed)?;
     let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
     else {
         return Err(HandlerError::System(
             "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
         ));
+    };
+    // The stamp for the next registration: around this body's DataVersion when it can be found
+    // (a later body that differs only there then skips decoding), else the whole body.
+    let frame = request
+        .body
+        .as_deref()
+        .filter(|_| !compressed)
+        .and_then(|bytes| skim_register_body(bytes, request.version))
+        .map(|s| VersionFrame { prefix_len: s.before.len(), suffix_len: s.after.len() });
+    let around = frame.and_then(|f| digest_around_version(&fields, request.body_bytes(), f));
+    let (request_digest, version_frame) = match around {
+        Some((digest, _)) => (digest, frame),
+        None => (digest_whole(&fields, request.body_bytes()), None),
     };
     let registration = RegisterBroker {
         cluster,
@@ -132,7 +163,8 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         topic_config: body.topic_config_serialize_wrapper,
         filter_server_list: body.filter_server_list,
         conn: conn.id,
-        request_digest: Some(digest),
+        request_digest: Some(request_digest),
+        version_frame,
     };
     match state.routes.register_broker(registration, state.now_ms(), delete_topics) {
         Ok(outcome) => Ok(register_response(state, &config, outcome)),
@@ -158,17 +190,18 @@ fn register_response(state: &State, config: &Config, outcome: RegisterOutcome) -
     response
 }
 
-/// A digest of everything in a REGISTER_BROKER request that the route tables depend on: the
-/// body bytes, every header field, the zone, the version gates of the body format and the
-/// `deleteTopicWithBrokerRegistration` flag. Equal digests mean equal registrations.
-fn registration_digest(
+/// The digest of everything in a REGISTER_BROKER request that the route tables depend on but
+/// the body: every header field, the zone, the version gates of the body format and the
+/// `deleteTopicWithBrokerRegistration` flag. Finished by [`digest_whole`] or
+/// [`digest_around_version`]; equal digests mean equal registrations.
+fn digest_fields(
     request: &RemotingCommand,
     header: &RegisterBrokerRequestHeader,
     zone_name: Option<&str>,
     delete_topics: bool,
-) -> u64 {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let text = |h: &mut xxhash_rust::xxh3::Xxh3, v: Option<&str>| {
+) -> Xxh3 {
+    let mut hasher = Xxh3::new();
+    let text = |h: &mut Xxh3, v: Option<&str>| {
         match v {
             Some(v) => {
                 h.update(&[1]);
@@ -196,8 +229,43 @@ fn registration_digest(
     for n in numbers {
         hasher.update(&n.to_le_bytes());
     }
-    hasher.update(request.body_bytes());
+    hasher
+}
+
+/// The request digest over the whole body.
+fn digest_whole(fields: &Xxh3, body: &[u8]) -> u64 {
+    let mut hasher = fields.clone();
+    hasher.update(&[0]);
+    hasher.update(body);
     hasher.digest()
+}
+
+/// The request digest over the body without its `DataVersion`, which sits where `frame` says,
+/// and that version; `None` when the bytes there are not one plain `DataVersion` object. A body
+/// equal to a previous one outside the frame, with a valid version inside, decodes to the
+/// previous body with the new version.
+fn digest_around_version(
+    fields: &Xxh3,
+    body: &[u8],
+    frame: VersionFrame,
+) -> Option<(u64, DataVersion)> {
+    let end = body.len().checked_sub(frame.suffix_len)?;
+    let middle = body.get(frame.prefix_len..end)?;
+    let version = lone_data_version(middle)?;
+    let mut hasher = fields.clone();
+    hasher.update(&[1]);
+    hasher.update(&(frame.prefix_len as u64).to_le_bytes());
+    hasher.update(&body[..frame.prefix_len]);
+    hasher.update(&body[end..]);
+    Some((hasher.digest(), version))
+}
+
+/// `bytes` as exactly one strict JSON `DataVersion` object (no `$ref`, nothing around it).
+fn lone_data_version(bytes: &[u8]) -> Option<DataVersion> {
+    if bytes.first() != Some(&b'{') || memchr::memmem::find(bytes, b"$ref").is_some() {
+        return None;
+    }
+    serde_json::from_slice(bytes).ok()
 }
 
 /// 104: queue the unregistration; it is applied by the batch task. Queue full → code 1, no remark.

@@ -40,7 +40,7 @@ pub use query::{zone_filter, UnitKind};
 pub use shared::{RouteForm, Routes};
 pub use table::RouteTable;
 
-use remoting::body::TopicConfigAndMappingSerializeWrapper;
+use remoting::body::{DataVersion, TopicConfigAndMappingSerializeWrapper};
 
 /// The identity of one broker connection, chosen by the server (Java: the Netty `Channel`).
 pub type ConnId = u64;
@@ -77,6 +77,17 @@ pub struct RegisterBroker {
     /// fields), when the server computed one: an identical later request may then take
     /// [`RouteTable::refresh_unchanged`].
     pub request_digest: Option<u64>,
+    /// Where the body's `DataVersion` sits, when the digest covers the body without it (a later
+    /// request differing only there may take the shortcut with its new version).
+    pub version_frame: Option<VersionFrame>,
+}
+
+/// The position of the `DataVersion` value in a registration body: the lengths of the bytes
+/// before and after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionFrame {
+    pub prefix_len: usize,
+    pub suffix_len: usize,
 }
 
 /// The identity of a re-registration that may skip the full algorithm.
@@ -88,6 +99,9 @@ pub struct UnchangedRegistration<'a> {
     pub broker_id: i64,
     pub request_digest: u64,
     pub conn: ConnId,
+    /// The request's `DataVersion` when the digest left it out (it then replaces the live
+    /// entry's); `None` when the digest covered the whole body.
+    pub data_version: Option<DataVersion>,
 }
 
 /// What a successful registration tells the server.

@@ -48,6 +48,7 @@ impl RouteTable {
             filter_server_list,
             conn,
             request_digest,
+            version_frame,
         } = req;
 
         // 1. Cluster membership.
@@ -117,11 +118,15 @@ impl RouteTable {
         self.commit_group(before.as_ref(), group);
 
         // 10. Topics, compared against this address's previous registration.
+        let broker_changed = self
+            .live
+            .get(&cluster, &broker_addr)
+            .is_none_or(|live| live.data_version != wrapper.data_version);
+        // Whether every topic and mapping of the body was put (or none may be): only then does
+        // the table hold exactly what a later body that differs in its DataVersion alone would
+        // put, so only then may such a body skip the algorithm (see `refresh_unchanged`).
+        let applied_all = !(is_master || is_prime_slave) || broker_changed || register_first;
         if is_master || is_prime_slave {
-            let broker_changed = self
-                .live
-                .get(&cluster, &broker_addr)
-                .is_none_or(|live| live.data_version != wrapper.data_version);
             let mapping_info = &wrapper.topic_queue_mapping_info_map;
 
             // 10b. Topics the broker no longer has (static topics are not supported here).
@@ -204,6 +209,8 @@ impl RouteTable {
             generation,
             unchanged_stamp: request_digest.map(|request_digest| UnchangedStamp {
                 request_digest,
+                version_frame,
+                new_version_applies_nothing: applied_all,
                 broker_gen: self.broker_gen,
                 topics_gen: self.topics_gen,
             }),
@@ -226,20 +233,17 @@ impl RouteTable {
 
     /// Whether [`RouteTable::refresh_unchanged`] would apply (a read-only pre-check).
     pub(super) fn may_refresh_unchanged(&self, key: &UnchangedRegistration<'_>) -> bool {
-        self.live
-            .get(key.cluster, key.broker_addr)
-            .and_then(|live| live.unchanged_stamp)
-            .is_some_and(|stamp| {
-                stamp.request_digest == key.request_digest
-                    && stamp.broker_gen == self.broker_gen
-                    && stamp.topics_gen == self.topics_gen
-            })
+        self.live.get(key.cluster, key.broker_addr).is_some_and(|live| {
+            live.unchanged_stamp.is_some_and(|stamp| stamp.covers(key, live.data_version, self))
+        })
     }
 
     /// A re-registration identical to this address's last one (same request digest), while no
     /// topic, mapping, cluster, group or filter changed since: Java's full algorithm would change
-    /// nothing but the live entry, so only that is refreshed (new timestamp, connection and
-    /// generation). `None` when the shortcut does not apply; the caller then registers fully.
+    /// nothing but the live entry, so only that is refreshed (new timestamp, connection,
+    /// generation and, when the digest left it out, `DataVersion`: with a new version Java
+    /// re-puts every topic, which finds each queue as it is). `None` when the shortcut does not
+    /// apply; the caller then registers fully.
     pub fn refresh_unchanged(
         &mut self,
         key: &UnchangedRegistration<'_>,
@@ -247,16 +251,13 @@ impl RouteTable {
     ) -> Option<RegisterOutcome> {
         let live = self.live.get(key.cluster, key.broker_addr)?;
         let stamp = live.unchanged_stamp?;
-        if stamp.request_digest != key.request_digest
-            || stamp.broker_gen != self.broker_gen
-            || stamp.topics_gen != self.topics_gen
-        {
+        if !stamp.covers(key, live.data_version, self) {
             return None;
         }
         let refreshed = Live {
             last_update_ms: AtomicU64::new(now_ms),
             timeout_ms: live.timeout_ms,
-            data_version: live.data_version,
+            data_version: key.data_version.unwrap_or(live.data_version),
             conn: key.conn,
             ha_server_addr: live.ha_server_addr.clone(),
             generation: self.next_generation(),
@@ -266,6 +267,12 @@ impl RouteTable {
         let addr: Arc<str> = Arc::from(key.broker_addr);
         self.live.insert(&cluster, &addr, Arc::new(refreshed));
         Some(self.master_of(key.cluster, key.broker_name, key.broker_id))
+    }
+
+    /// Where the `DataVersion` sat in the body of this address's last fully applied
+    /// registration, when its digest left the version out.
+    pub fn version_frame(&self, cluster: &str, broker_addr: &str) -> Option<super::VersionFrame> {
+        self.live.get(cluster, broker_addr)?.unchanged_stamp?.version_frame
     }
 
     /// Step 13: a non-master learns its group's live master and the master's HA address.

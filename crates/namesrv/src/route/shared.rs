@@ -110,6 +110,11 @@ impl Routes {
         self.write(|t| t.refresh_unchanged(key, now_ms))
     }
 
+    /// See [`RouteTable::version_frame`] (current snapshot).
+    pub fn version_frame(&self, cluster: &str, broker_addr: &str) -> Option<super::VersionFrame> {
+        self.current.load().version_frame(cluster, broker_addr)
+    }
+
     /// Applies a batch from the unregistration queue. See [`RouteTable::unregister_batch`].
     pub fn apply_unregisters(&self, reqs: &[UnregisterRequest]) -> Vec<MinBrokerIdChange> {
         if reqs.is_empty() {

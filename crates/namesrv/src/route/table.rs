@@ -152,8 +152,29 @@ pub(super) struct Live {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct UnchangedStamp {
     pub request_digest: u64,
+    /// Where the body's `DataVersion` sat, when the digest left it out.
+    pub version_frame: Option<super::VersionFrame>,
+    /// The registration put every topic and mapping of its body (or none was the registrant's
+    /// to put), so the same body with another `DataVersion` would change nothing either.
+    pub new_version_applies_nothing: bool,
     pub broker_gen: u64,
     pub topics_gen: u64,
+}
+
+impl UnchangedStamp {
+    /// Whether a registration `key` may take the shortcut: same digest, no table change since,
+    /// and either the same `DataVersion` as `current` or a stamp that allows a new one.
+    pub(super) fn covers(
+        &self,
+        key: &super::UnchangedRegistration<'_>,
+        current: DataVersion,
+        table: &RouteTable,
+    ) -> bool {
+        self.request_digest == key.request_digest
+            && self.broker_gen == table.broker_gen
+            && self.topics_gen == table.topics_gen
+            && (self.new_version_applies_nothing || key.data_version.is_none_or(|v| v == current))
+    }
 }
 
 impl Live {

@@ -36,7 +36,7 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// One step of a path into a `Value`.

@@ -18,6 +18,7 @@ pub mod compressed;
 pub mod crc;
 pub mod json;
 mod lenient;
+pub mod skim;
 
 pub use crc::{body_crc32, body_crc32_matches};
 pub use json::{to_json, to_legacy_json, to_standard_json, write_json, JsonMode};

@@ -140,6 +140,7 @@ impl Broker {
             filter_server_list: self.filters.clone(),
             conn: self.conn,
             request_digest: None,
+            version_frame: None,
         }
     }
 

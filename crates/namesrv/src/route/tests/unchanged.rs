@@ -20,6 +20,7 @@ fn key(broker: &Broker, digest: u64) -> UnchangedRegistration<'_> {
         broker_id: broker.id,
         request_digest: digest,
         conn: broker.conn,
+        data_version: None,
     }
 }
 
@@ -101,4 +102,45 @@ fn another_brokers_change_of_the_tables_disables_the_shortcut() {
     register_stamped(&mut table, &master, &["T1"]);
     register(&mut table, &Broker::master().name("broker-b").addr("127.0.0.1:50911"), &["T9"]);
     assert!(table.refresh_unchanged(&key(&master, DIGEST), NOW).is_none());
+}
+
+/// The key of a re-registration whose digest left its `DataVersion` out.
+fn key_with_version(broker: &Broker) -> UnchangedRegistration<'_> {
+    UnchangedRegistration { data_version: Some(broker.dv), ..key(broker, DIGEST) }
+}
+
+#[test]
+fn a_new_data_version_alone_is_stored_when_every_topic_was_put() {
+    let mut table = RouteTable::new();
+    let master = Broker::master();
+    register_stamped(&mut table, &master, &["T1", "T2"]);
+    let (topics, brokers) = (table.topics_gen, table.broker_gen);
+
+    let bumped = master.clone().next_version();
+    assert!(table.refresh_unchanged(&key_with_version(&bumped), NOW + 1).is_some());
+    assert_eq!(
+        table.query_data_version(&master.cluster, &master.addr, Some(bumped.dv), NOW + 2),
+        (false, Some(bumped.dv)),
+        "the live entry holds the new version"
+    );
+    assert_eq!((table.topics_gen, table.broker_gen), (topics, brokers), "no topic touched");
+}
+
+#[test]
+fn a_new_data_version_takes_the_full_path_after_a_registration_that_skipped_topics() {
+    let mut table = RouteTable::new();
+    let master = Broker::master();
+    register_stamped(&mut table, &master, &["T1"]);
+    table.wipe_write_perm(&master.name);
+    // Same DataVersion: Java leaves existing queues alone, so the wiped perm stays...
+    register_stamped(&mut table, &master, &["T1"]);
+    assert_eq!(perm_of(&route(&table, "T1"), &master.name), 4);
+    // ...and a new one would re-put them: the shortcut must not swallow that.
+    let bumped = master.clone().next_version();
+    assert!(table.refresh_unchanged(&key_with_version(&bumped), NOW).is_none());
+    assert!(table.refresh_unchanged(&key_with_version(&master), NOW).is_some(), "same version");
+    let mut req = bumped.request(&["T1"]);
+    req.request_digest = Some(DIGEST);
+    table.register_broker(req, NOW, false).expect("registered");
+    assert_eq!(perm_of(&route(&table, "T1"), &master.name), 6);
 }

@@ -1,0 +1,242 @@
+//! Skimming a REGISTER_BROKER body without decoding its topic table: where its `DataVersion`
+//! sits and what it says, so a server can tell a re-registration whose every other byte equals
+//! the broker's previous one (only the `DataVersion` moved, e.g. a stateVersion bump or a
+//! version counter bumped by an update that changed nothing) from one that must be decoded.
+//!
+//! The scan walks the top-level object and the wrapper object entry by entry and skips every
+//! other value by string-aware bracket matching; it does not validate what it skips. That is
+//! sound for its use: a body is only treated as "unchanged" when every byte outside the
+//! `DataVersion` value equals a previous body that decoded fully, and the new `DataVersion`
+//! value decodes on its own, so the new body decodes to the previous result with the new
+//! version.
+
+use super::{from_json, DataVersion};
+use crate::version;
+
+/// A skimmed body: its `DataVersion`, and the bytes before and after that value.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Skimmed<'a> {
+    pub data_version: DataVersion,
+    pub before: &'a [u8],
+    pub after: &'a [u8],
+}
+
+/// The top-level key of the wrapper in a ≥ V3_0_11 body.
+const WRAPPER: &[u8] = b"topicConfigSerializeWrapper";
+const DATA_VERSION: &[u8] = b"dataVersion";
+
+/// Skims an uncompressed JSON REGISTER_BROKER body sent by a broker of `broker_version`.
+/// `None` when the body is not of the plain expected shape: not an object, fastjson-only syntax
+/// at the walked levels (single quotes, unquoted keys), a `$ref` anywhere, the wrapper or its
+/// `dataVersion` missing or repeated or not objects, or a `DataVersion` that does not decode.
+/// The caller then decodes the body fully, which gives the authoritative answer or error.
+pub fn skim_register_body(bytes: &[u8], broker_version: i32) -> Option<Skimmed<'_>> {
+    if broker_version < 0 || memchr::memmem::find(bytes, b"$ref").is_some() {
+        return None;
+    }
+    let top = skip_ws(bytes, 0);
+    let wrapper = if broker_version < version::V3_0_11 {
+        // A bare TopicConfigSerializeWrapper.
+        let end = skip_value(bytes, top)?;
+        if skip_ws(bytes, end) != bytes.len() {
+            return None;
+        }
+        top
+    } else {
+        let (wrapper, end) = only_entry(bytes, top, WRAPPER)?;
+        if skip_ws(bytes, end) != bytes.len() {
+            return None;
+        }
+        wrapper
+    };
+    let (start, _) = only_entry(bytes, wrapper, DATA_VERSION)?;
+    if bytes.get(start) != Some(&b'{') {
+        return None;
+    }
+    let end = skip_value(bytes, start)?;
+    let data_version = from_json(&bytes[start..end]).ok()?;
+    Some(Skimmed { data_version, before: &bytes[..start], after: &bytes[end..] })
+}
+
+/// Walks the object at `at` (which must start there): the value start of its only entry named
+/// `key` (an object), and the index after the object. `None` if the key is absent, repeated,
+/// written with an escape or its value is not an object, or the object is malformed.
+fn only_entry(bytes: &[u8], at: usize, key: &[u8]) -> Option<(usize, usize)> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut found = None;
+    let mut i = skip_ws(bytes, at + 1);
+    if bytes.get(i) == Some(&b'}') {
+        return None;
+    }
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(bytes, i)?;
+        let name = &bytes[i + 1..key_end - 1];
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        let value = skip_ws(bytes, i + 1);
+        if name == key {
+            if found.is_some() || bytes.get(value) != Some(&b'{') {
+                return None;
+            }
+            found = Some(value);
+        } else if name.contains(&b'\\') {
+            // An escaped key might spell `key`; the fixed keys of these levels never need one.
+            return None;
+        }
+        i = skip_ws(bytes, skip_value(bytes, value)?);
+        match bytes.get(i) {
+            Some(b',') => i = skip_ws(bytes, i + 1),
+            Some(b'}') => return found.map(|v| (v, i + 1)),
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The index after the string starting (with `"`) at `at`.
+fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', &bytes[i..])?;
+        if bytes[i] == b'"' {
+            return Some(i + 1);
+        }
+        i += 2; // the backslash and the escaped byte
+        if i > bytes.len() {
+            return None;
+        }
+    }
+}
+
+/// The index after the value starting at `at`: a string, an object or array (brackets matched,
+/// strings skipped), or a scalar up to the next delimiter. Not validated. Single quotes
+/// (fastjson strings) give `None`, as does running off the end.
+fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
+    match *bytes.get(at)? {
+        b'"' => skip_string(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match *bytes.get(i)? {
+                    b'"' => i = skip_string(bytes, i)?,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        i += 1;
+                    }
+                    b'}' | b']' => {
+                        depth -= 1;
+                        i += 1;
+                        if depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                    b'\'' => return None,
+                    _ => i += 1,
+                }
+            }
+        }
+        _ => {
+            let len = bytes[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(bytes.len() - at);
+            let scalar = &bytes[at..at + len];
+            (len > 0 && !scalar.contains(&b'\'') && !scalar.contains(&b'"')).then_some(at + len)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::{
+        to_legacy_json, to_standard_json, RegisterBrokerBody, TopicConfig,
+        TopicConfigAndMappingSerializeWrapper,
+    };
+
+    fn body(counter: i64, topics: &[&str]) -> RegisterBrokerBody {
+        RegisterBrokerBody {
+            filter_server_list: Some(vec!["f:1".into()]),
+            topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+                data_version: DataVersion { counter, state_version: 3, timestamp: 77 },
+                topic_config_table: topics
+                    .iter()
+                    .map(|t| (t.to_string(), TopicConfig::named(*t)))
+                    .collect(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_data_version_is_read_and_everything_else_kept() {
+        for encode in [to_legacy_json::<RegisterBrokerBody>, to_standard_json] {
+            let a = encode(&body(1, &["A", "B\"}{"]));
+            let b = encode(&body(2, &["A", "B\"}{"]));
+            let (sa, sb) =
+                (skim_register_body(&a, 500).unwrap(), skim_register_body(&b, 500).unwrap());
+            assert_eq!(sa.data_version.counter, 1);
+            assert_eq!(
+                sb.data_version,
+                DataVersion { counter: 2, state_version: 3, timestamp: 77 }
+            );
+            assert_eq!((sa.before, sa.after), (sb.before, sb.after));
+            let dv = &a[sa.before.len()..a.len() - sa.after.len()];
+            assert_eq!(from_json::<DataVersion>(dv).unwrap(), sa.data_version);
+            let c = encode(&body(2, &["A", "C"]));
+            let sc = skim_register_body(&c, 500).unwrap();
+            assert_ne!((sc.before, sc.after), (sb.before, sb.after));
+        }
+    }
+
+    #[test]
+    fn a_bare_wrapper_is_skimmed_for_old_brokers() {
+        let text = br#" {"topicConfigTable":{"T":{"perm":6,"x":[1,{"a":"}"}]}},"dataVersion":{"counter":4,"timestamp":9}} "#;
+        let s = skim_register_body(text, 36).unwrap();
+        assert_eq!((s.data_version.counter, s.data_version.timestamp), (4, 9));
+        assert!(s.before.ends_with(b"\"dataVersion\":"));
+        assert_eq!(s.after, b"} ");
+        // The same text from a newer broker has no wrapper.
+        assert!(skim_register_body(text, 500).is_none());
+    }
+
+    #[test]
+    fn anything_unusual_is_left_to_the_full_decoder() {
+        let bodies: [&[u8]; 13] = [
+            b"",
+            b"[]",
+            br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":1},"dataVersion":{"counter":2}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":"x"}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{}},"topicConfigSerializeWrapper":{"dataVersion":{}}}"#,
+            br#"{"topic\u0043onfigSerializeWrapper":{"dataVersion":{}},"topicConfigSerializeWrapper":{"dataVersion":{}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{"$ref":"$"}}}"#,
+            br#"{topicConfigSerializeWrapper:{"dataVersion":{}}}"#,
+            br#"{"a":'x"',"topicConfigSerializeWrapper":{"dataVersion":{}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{}}} x"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":null}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":1}"#,
+        ];
+        for b in bodies {
+            assert!(skim_register_body(b, 500).is_none(), "{}", String::from_utf8_lossy(b));
+        }
+        assert!(skim_register_body(br#"{"topicConfigSerializeWrapper":{"dataVersion":{}}}"#, -1)
+            .is_none());
+        assert!(skim_register_body(br#"{"topicConfigSerializeWrapper":{"dataVersion":{}}}"#, 500)
+            .is_some());
+    }
+}
