@@ -74,6 +74,14 @@ pub fn encode_to_vec(cmd: &RemotingCommand) -> Vec<u8> {
 /// [`fastjson::normalize`]. The result has no body and `serialize_type = Json`.
 /// Java: `RemotingSerializable#decode(byte[], RemotingCommand.class)`
 pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, LenientJsonError> {
+    match super::plain::decode_plain(bytes) {
+        Some(cmd) => Ok(cmd),
+        None => decode_general(bytes),
+    }
+}
+
+/// [`decode`] without the fast path for plain headers.
+pub(crate) fn decode_general(bytes: &[u8]) -> Result<RemotingCommand, LenientJsonError> {
     match serde_json::from_slice::<JsonHeader>(bytes) {
         Ok(h) => Ok(h.0),
         Err(strict_err) => {

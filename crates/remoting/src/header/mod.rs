@@ -4,6 +4,7 @@
 
 pub mod binary;
 pub mod json;
+mod plain;
 
 use bytes::BufMut;
 
