@@ -8,6 +8,7 @@ pub mod config;
 pub mod dispatch;
 pub mod handler;
 pub mod kv;
+pub mod lane;
 mod persist;
 pub mod properties;
 pub mod route;

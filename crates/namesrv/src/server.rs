@@ -89,6 +89,8 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
     for task in background {
         let _ = task.await;
     }
+    let lane_state = Arc::clone(&state);
+    let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     info!("nameserver stopped");
 }
 

@@ -46,9 +46,9 @@ pub struct State {
     /// Open connections, so an expired broker's connection can be closed (Java does).
     conns: parking_lot::Mutex<std::collections::HashMap<ConnId, Arc<tokio::sync::Notify>>>,
     serialize_type: SerializeType,
-    /// Bounds how many large registration bodies are decoded at once (one per core): more
-    /// would only hold more multi-MB bodies in memory while they wait for a CPU.
-    pub(crate) decode_permits: tokio::sync::Semaphore,
+    /// Where large registrations are decoded and applied: one thread per core but one (at
+    /// least one), at a lower priority than the route reads.
+    pub(crate) register_lane: crate::lane::Lane,
 }
 
 impl State {
@@ -73,8 +73,10 @@ impl State {
             shutting_down: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
             conns: parking_lot::Mutex::new(std::collections::HashMap::new()),
-            decode_permits: tokio::sync::Semaphore::new(
-                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            register_lane: crate::lane::Lane::new(
+                std::thread::available_parallelism()
+                    .map_or(1, |n| n.get().saturating_sub(1).max(1)),
+                crate::lane::LANE_NICE,
             ),
         }
     }

@@ -23,8 +23,9 @@ pub const DEFAULT_MAX_FRAME_LEN: usize = JAVA_FRAME_MAX_LENGTH - 4;
 /// The largest header the 24-bit header-length field can describe.
 pub const MAX_HEADER_LEN: usize = 0x00FF_FFFF;
 
-/// The most buffer space reserved ahead of data actually received for a large frame.
-const RESERVE_CHUNK: usize = 1 << 20;
+/// The most buffer space reserved ahead of data actually received for a frame whose sender has
+/// not yet shown it is really sending it.
+const RESERVE_CHUNK: usize = 64 * 1024;
 
 /// Why a frame could not be decoded or encoded. Any decode error means "close the connection,
 /// send nothing" (Java `NettyDecoder`).
@@ -198,7 +199,15 @@ impl Decoder for RemotingCodec {
             }
         };
         if src.len() < len {
-            src.reserve((len - src.len()).min(RESERVE_CHUNK));
+            // Room for the rest of the frame in one allocation once RESERVE_CHUNK of it has
+            // arrived (growing in steps would copy a multi-MB registration several times);
+            // before that, a length prefix alone reserves at most RESERVE_CHUNK.
+            let missing = len - src.len();
+            src.reserve(if src.len() >= RESERVE_CHUNK {
+                missing
+            } else {
+                missing.min(RESERVE_CHUNK)
+            });
             return Ok(None);
         }
         self.pending = None;
@@ -289,6 +298,31 @@ mod tests {
         let mut buf = BytesMut::from(&[0x00u8, 0xFF, 0xFF, 0xFC][..]);
         assert!(codec.decode(&mut buf).unwrap().is_none());
         assert!(buf.capacity() <= RESERVE_CHUNK + 64);
+    }
+
+    #[test]
+    fn a_large_frame_is_received_into_one_allocation_once_it_is_really_coming() {
+        let body = vec![b'x'; 3 << 20];
+        let frame = encode_to_bytes(&RemotingCommand::default().with_body(body.clone())).unwrap();
+        let mut codec = RemotingCodec::new();
+        let mut buf = BytesMut::with_capacity(8 * 1024); // as tokio-util's Framed starts
+        let mut capacities = Vec::new();
+        // Feed it as a socket would, into the room the codec reserved.
+        let mut fed = 0;
+        let cmd = loop {
+            if let Some(cmd) = codec.decode(&mut buf).unwrap() {
+                break cmd;
+            }
+            capacities.push(buf.capacity());
+            let room = (buf.capacity() - buf.len()).max(1);
+            let n = room.min(frame.len() - fed);
+            buf.extend_from_slice(&frame[fed..fed + n]);
+            fed += n;
+        };
+        assert_eq!(cmd.body_bytes(), &body[..]);
+        assert!(capacities[0] <= RESERVE_CHUNK + 64, "prefix alone: {capacities:?}");
+        let grown: Vec<_> = capacities.windows(2).filter(|w| w[1] > w[0]).collect();
+        assert!(grown.len() <= 2, "grew in steps: {capacities:?}");
     }
 
     #[test]

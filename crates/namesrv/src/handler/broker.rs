@@ -65,8 +65,9 @@ fn register_body(
     }
 }
 
-/// Bodies above this size are decoded and applied on the blocking pool, so a 50k-topic
-/// registration does not hold up the other connections of this async worker.
+/// Bodies above this size are decoded and applied on the registration lane (lower priority than
+/// route reads), so a 50k-topic registration holds up neither the other connections of this
+/// async worker nor, on a saturated machine, the route reads.
 const INLINE_REGISTER_BODY_LIMIT: usize = 64 * 1024;
 
 /// 103: register or refresh a broker and its topics.
@@ -79,13 +80,16 @@ pub async fn register(
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
         return register_now(state, conn, request);
     }
-    let _permit = state
-        .decode_permits
-        .acquire()
-        .await
-        .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?;
-    let (state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
-    tokio::task::spawn_blocking(move || register_now(&state, &conn, &request))
+    // The broker is alive now, however long its registration waits for the lane: refresh its
+    // live entry at once, so a queue behind a read storm never expires it.
+    let header: RegisterBrokerRequestHeader = request.decode_header();
+    if let (Some(cluster), Some(addr)) = (&header.cluster_name, &header.broker_addr) {
+        state.routes.heartbeat(cluster, addr, state.now_ms());
+    }
+    let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
+    state
+        .register_lane
+        .run(move || register_now(&lane_state, &conn, &request))
         .await
         .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
 }

@@ -1,0 +1,143 @@
+//! The registration lane: a few OS threads at a lower scheduling priority that decode and apply
+//! large REGISTER_BROKER requests. Route reads run on the async workers at normal priority, so
+//! when the machine is saturated a storm of multi-MB re-registrations yields the CPU to them and
+//! queues instead (brokers re-register every 30 s and wait seconds for an answer; producers wait
+//! for routes). Java keeps route queries on their own executor for the same reason. When the CPU
+//! is not contended the lane runs at full speed.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tokio::sync::oneshot;
+use tracing::debug;
+
+/// The lane threads' nice value (Linux; higher is lower priority): 10 gives a lane
+/// thread about a tenth of the CPU share of a normal thread it competes with (never none), and
+/// all of an otherwise idle CPU. A registration waiting for the lane has already refreshed its
+/// broker's liveness (see `handler::broker::register`).
+pub const LANE_NICE: i32 = 10;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A pool of lower-priority threads running jobs in arrival order.
+pub struct Lane {
+    tx: Mutex<Option<mpsc::Sender<Job>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// The lane was stopped (shutdown) before the job ran.
+#[derive(Debug, thiserror::Error)]
+#[error("the registration lane is stopped")]
+pub struct LaneStopped;
+
+impl Lane {
+    /// Starts `threads` (at least one) lane threads at `nice`.
+    pub fn new(threads: usize, nice: i32) -> Self {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let threads = (0..threads.max(1))
+            .map(|i| {
+                let rx = Arc::clone(&rx);
+                std::thread::Builder::new()
+                    .name(format!("register-lane-{i}"))
+                    .spawn(move || {
+                        lower_priority(nice);
+                        loop {
+                            // The lock is held only while waiting for the next job.
+                            let job = match rx.lock() {
+                                Ok(rx) => rx.recv(),
+                                Err(_) => return,
+                            };
+                            match job {
+                                Ok(job) => job(),
+                                Err(_) => return, // every sender dropped: stopped
+                            }
+                        }
+                    })
+                    .expect("spawn a registration lane thread")
+            })
+            .collect();
+        Self { tx: Mutex::new(Some(tx)), threads: Mutex::new(threads) }
+    }
+
+    /// Runs `job` on the lane and waits for its result.
+    pub async fn run<R: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, LaneStopped> {
+        let (done, result) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = done.send(job());
+        });
+        {
+            let tx = self.tx.lock().map_err(|_| LaneStopped)?;
+            tx.as_ref().ok_or(LaneStopped)?.send(job).map_err(|_| LaneStopped)?;
+        }
+        result.await.map_err(|_| LaneStopped)
+    }
+
+    /// Stops accepting jobs, lets the queued ones finish and joins the threads.
+    pub fn stop(&self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
+        let me = std::thread::current().id();
+        for t in threads {
+            // A job may hold the last reference to the lane's owner: never join oneself.
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Lowers the calling thread's priority (Linux: a thread's nice value is its own).
+fn lower_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        let tid = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), nice) {
+            debug!(error = %e, "could not lower the registration lane's priority");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = nice;
+        debug!("registration lane priority is left as is on this platform");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn jobs_run_in_order_on_lower_priority_threads_and_stop_joins_them() {
+        let lane = Lane::new(1, LANE_NICE);
+        let mut seen = Vec::new();
+        for i in 0..5 {
+            seen.push(lane.run(move || i * 2).await.expect("ran"));
+        }
+        assert_eq!(seen, [0, 2, 4, 6, 8]);
+        #[cfg(target_os = "linux")]
+        {
+            let nice = lane
+                .run(|| rustix::process::getpriority_process(Some(rustix::thread::gettid())))
+                .await
+                .expect("ran")
+                .expect("getpriority");
+            let own = rustix::process::getpriority_process(None).expect("getpriority");
+            assert!(nice > own, "lane nice {nice} vs process {own}");
+        }
+        lane.stop();
+        assert!(matches!(lane.run(|| 1).await, Err(LaneStopped)));
+    }
+}
