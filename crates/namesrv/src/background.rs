@@ -27,7 +27,8 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
     tasks
 }
 
-/// Expires silent brokers every `scanNotActiveBrokerInterval`.
+/// Expires silent brokers every `scanNotActiveBrokerInterval` (and drops unused shared route
+/// bodies).
 /// Java: `RouteInfoManager#scanNotActiveBroker`
 async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
     let period = Duration::from_millis(
@@ -45,6 +46,8 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
                     }
                     state.submit_unregister(request);
                 }
+                // Route bodies no topic uses any more (their topics changed or left).
+                state.routes.prune_route_bodies();
             }
             _ = shutdown.recv() => break,
         }

@@ -6,6 +6,7 @@
 //! groups and filter servers, is covered by a stamp: the table's `broker_gen` at encoding time.
 //! A reader on a snapshot with a different `broker_gen` never uses the bodies.
 
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -54,9 +55,49 @@ impl BodyCache {
     }
 }
 
+/// Encoded route bodies shared between topics: a route body names no topic, so every topic on
+/// the same queues of the same brokers has byte-identical bodies (thousands of topics in a
+/// typical cluster). Caches hold one shared copy, which keeps the bodies served few and hot.
+/// Touched only when a body is encoded (a cache miss), never on a cache hit.
+#[derive(Default)]
+pub(super) struct BodyInterner(parking_lot::Mutex<HashSet<Bytes>>);
+
+impl BodyInterner {
+    /// The shared copy of `body` (stored if it is the first).
+    pub(super) fn intern(&self, body: Bytes) -> Bytes {
+        let mut set = self.0.lock();
+        if let Some(shared) = set.get(&body[..]) {
+            return shared.clone();
+        }
+        set.insert(body.clone());
+        body
+    }
+
+    /// Drops the bodies no cache holds any more. Returns how many remain.
+    pub(super) fn prune(&self) -> usize {
+        let mut set = self.0.lock();
+        set.retain(|body| !body.is_unique());
+        set.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_bodies_share_one_copy_until_no_cache_holds_it() {
+        let interner = BodyInterner::default();
+        let a = interner.intern(Bytes::from(b"{\"queueDatas\":[]}".to_vec()));
+        let b = interner.intern(Bytes::from(b"{\"queueDatas\":[]}".to_vec()));
+        assert_eq!(a.as_ptr(), b.as_ptr(), "one copy");
+        let other = interner.intern(Bytes::from(b"{}".to_vec()));
+        assert_ne!(other.as_ptr(), a.as_ptr());
+        drop(other);
+        assert_eq!(interner.prune(), 1, "the unheld body is dropped");
+        drop((a, b));
+        assert_eq!(interner.prune(), 0);
+    }
 
     #[test]
     fn a_body_is_encoded_once_per_stamp_and_variant() {

@@ -2,31 +2,38 @@
 //! first write, so cloning the whole route table for a new snapshot costs a few hundred reference
 //! counts, and a write that touches k topics copies at most min(k, SHARDS) shards.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 
 /// Number of shards: 50k topics ⇒ ~200 per shard, so a one-topic write copies ~200 entries.
 const SHARDS: usize = 256;
 
-/// A `HashMap<Arc<str>, V>` with copy-on-write shards. `V` should be cheap to clone (an `Arc`).
+/// A string-keyed map with copy-on-write shards. `V` should be cheap to clone (an `Arc`).
+/// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the shard (the shard's
+/// table uses the low bits for buckets and the top 7 for its control bytes).
 #[derive(Clone)]
 pub(super) struct CowMap<V> {
-    shards: Vec<Arc<HashMap<Arc<str>, V>>>,
+    shards: Vec<Arc<HashTable<(Arc<str>, V)>>>,
+    hasher: RandomState,
     len: usize,
 }
 
 impl<V> Default for CowMap<V> {
     fn default() -> Self {
-        Self { shards: (0..SHARDS).map(|_| Arc::new(HashMap::new())).collect(), len: 0 }
+        Self {
+            shards: (0..SHARDS).map(|_| Arc::new(HashTable::new())).collect(),
+            hasher: RandomState::default(),
+            len: 0,
+        }
     }
 }
 
-/// Which shard a key lives in (fixed keys: shard choice must not differ between clones).
-fn shard_of(key: &str) -> usize {
-    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
-    // SHARDS is a power of two; the high bits of SipHash are as good as the low ones.
-    (hash as usize) & (SHARDS - 1)
+/// Which shard a hash lives in (the hasher is shared by clones, so the choice is too).
+fn shard_of(hash: u64) -> usize {
+    ((hash >> 32) as usize) & (SHARDS - 1)
 }
 
 impl<V: Clone> CowMap<V> {
@@ -34,12 +41,17 @@ impl<V: Clone> CowMap<V> {
         self.len
     }
 
+    fn hash(&self, key: &str) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
     pub(super) fn get(&self, key: &str) -> Option<&V> {
-        self.shards[shard_of(key)].get(key)
+        self.get_key_value(key).map(|(_, v)| v)
     }
 
     pub(super) fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
-        self.shards[shard_of(key)].get_key_value(key)
+        let hash = self.hash(key);
+        self.shards[shard_of(hash)].find(hash, |(k, _)| **k == *key).map(|(k, v)| (k, v))
     }
 
     pub(super) fn contains_key(&self, key: &str) -> bool {
@@ -48,30 +60,35 @@ impl<V: Clone> CowMap<V> {
 
     /// Inserts or replaces; copies the shard if it is shared with another snapshot.
     pub(super) fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
-        let shard = Arc::make_mut(&mut self.shards[shard_of(&key)]);
-        let old = shard.insert(key, value);
-        if old.is_none() {
-            self.len += 1;
+        let hash = self.hash(&key);
+        let hasher = &self.hasher;
+        let shard = Arc::make_mut(&mut self.shards[shard_of(hash)]);
+        match shard.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
+            hashbrown::hash_table::Entry::Occupied(mut slot) => {
+                Some(std::mem::replace(&mut slot.get_mut().1, value))
+            }
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((key, value));
+                self.len += 1;
+                None
+            }
         }
-        old
     }
 
     /// Removes; copies the shard only when the key is present.
     pub(super) fn remove(&mut self, key: &str) -> Option<V> {
-        let index = shard_of(key);
-        if !self.shards[index].contains_key(key) {
-            return None;
-        }
-        let old = Arc::make_mut(&mut self.shards[index]).remove(key);
-        if old.is_some() {
-            self.len -= 1;
-        }
-        old
+        let hash = self.hash(key);
+        let index = shard_of(hash);
+        self.shards[index].find(hash, |(k, _)| **k == *key)?;
+        let shard = Arc::make_mut(&mut self.shards[index]);
+        let ((_, old), _) = shard.find_entry(hash, |(k, _)| **k == *key).ok()?.remove();
+        self.len -= 1;
+        Some(old)
     }
 
     /// Every entry, shard by shard (no particular order).
     pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
-        self.shards.iter().flat_map(|shard| shard.iter())
+        self.shards.iter().flat_map(|shard| shard.iter().map(|(k, v)| (k, v)))
     }
 }
 
@@ -85,11 +102,12 @@ mod tests {
         a.insert(Arc::from("t1"), 1);
         a.insert(Arc::from("t2"), 2);
         let b = a.clone();
-        assert!(Arc::ptr_eq(&a.shards[shard_of("t1")], &b.shards[shard_of("t1")]));
+        let t1 = shard_of(a.hash("t1"));
+        assert!(Arc::ptr_eq(&a.shards[t1], &b.shards[t1]));
         a.insert(Arc::from("t1"), 10);
         assert_eq!(a.get("t1"), Some(&10));
         assert_eq!(b.get("t1"), Some(&1));
-        assert!(!Arc::ptr_eq(&a.shards[shard_of("t1")], &b.shards[shard_of("t1")]));
+        assert!(!Arc::ptr_eq(&a.shards[t1], &b.shards[t1]));
         assert_eq!(a.remove("t2"), Some(2));
         assert_eq!(a.remove("t2"), None);
         assert_eq!((a.len(), b.len()), (1, 2));

@@ -100,8 +100,14 @@ impl RouteTable {
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
         debug_assert!(variant < VARIANTS);
         entry.cache.get_or_encode(self.broker_gen, variant, || {
-            self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
+            self.pickup_route(topic, support_acting_master)
+                .map(|route| self.bodies.intern(encode_route(&route, form)))
         })
+    }
+
+    /// Drops shared route bodies no topic's cache holds any more; the number left.
+    pub fn prune_route_bodies(&self) -> usize {
+        self.bodies.prune()
     }
 
     /// Every group and cluster (GET_BROKER_CLUSTER_INFO).

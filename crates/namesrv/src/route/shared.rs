@@ -115,6 +115,11 @@ impl Routes {
         self.current.load().version_frame(cluster, broker_addr)
     }
 
+    /// See [`RouteTable::prune_route_bodies`].
+    pub fn prune_route_bodies(&self) -> usize {
+        self.current.load().prune_route_bodies()
+    }
+
     /// Applies a batch from the unregistration queue. See [`RouteTable::unregister_batch`].
     pub fn apply_unregisters(&self, reqs: &[UnregisterRequest]) -> Vec<MinBrokerIdChange> {
         if reqs.is_empty() {

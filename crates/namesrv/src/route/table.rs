@@ -260,6 +260,8 @@ pub struct RouteTable {
     pub(super) broker_gen: u64,
     /// Bumped whenever a topic entry, a static-topic mapping or a cluster's member set changes.
     pub(super) topics_gen: u64,
+    /// Shared by every snapshot: one copy of each distinct encoded route body.
+    pub(super) bodies: Arc<super::cache::BodyInterner>,
 }
 
 impl fmt::Debug for RouteTable {

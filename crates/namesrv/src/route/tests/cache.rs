@@ -37,6 +37,26 @@ fn an_unchanged_reregistration_keeps_the_cached_body() {
 }
 
 #[test]
+fn topics_with_the_same_route_share_one_body_until_it_is_no_longer_used() {
+    let routes = Routes::new();
+    register_on(&routes, &Broker::master(), &["T1", "T2"]);
+    let (t1, t2) = (body(&routes, "T1"), body(&routes, "T2"));
+    assert_eq!(t1.as_ptr(), t2.as_ptr(), "one copy for both topics");
+    let mut other = Broker::master().name("broker-b").addr("127.0.0.1:50911");
+    other.cluster = CLUSTER.to_owned();
+    register_on(&routes, &other, &["T2"]);
+    let t2_now = body(&routes, "T2");
+    assert_ne!(t2_now.as_ptr(), t1.as_ptr(), "T2's route changed: its own body");
+    assert_eq!(parse(&t2_now).queue_datas.len(), 2);
+    // T1's body and T2's new one are in use; T2's old one (still the same bytes as T1's) too.
+    assert_eq!(routes.prune_route_bodies(), 2);
+    drop((t1, t2, t2_now));
+    routes.delete_topic("T1", None);
+    routes.delete_topic("T2", None);
+    assert_eq!(routes.prune_route_bodies(), 0, "no topic holds a body any more");
+}
+
+#[test]
 fn a_change_to_another_topic_keeps_the_cached_body() {
     let routes = Routes::new();
     register_on(&routes, &Broker::master(), &["T", "U"]);
