@@ -16,7 +16,7 @@ const SHARDS: usize = 256;
 /// table uses the low bits for buckets and the top 7 for its control bytes).
 #[derive(Clone)]
 pub(super) struct CowMap<V> {
-    shards: Vec<Arc<HashTable<(Arc<str>, V)>>>,
+    shards: Vec<Arc<Shard<V>>>,
     hasher: RandomState,
     len: usize,
 }
@@ -30,6 +30,9 @@ impl<V> Default for CowMap<V> {
         }
     }
 }
+
+/// One shard: keys and values in a table probed with the map's hash.
+type Shard<V> = HashTable<(Arc<str>, V)>;
 
 /// Which shard a hash lives in (the hasher is shared by clones, so the choice is too).
 fn shard_of(hash: u64) -> usize {
