@@ -122,6 +122,9 @@ pub async fn serve_connection<S>(
     // One task owns the whole stream (no split halves to synchronise): read what is there,
     // answer it, flush once per batch.
     let mut framed = Framed::new(stream, RemotingCodec::new());
+    // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
+    // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two writes).
+    framed.set_backpressure_boundary(WRITE_BATCH);
     let idle = state.idle_timeout();
     // One long-lived idle timer, re-armed only when it fires (not once per request).
     let idle_timer = tokio::time::sleep(idle);
@@ -155,6 +158,11 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
+                if framed.read_buffer().capacity() - framed.read_buffer().len() < READ_ROOM / 2 {
+                    // Room for the next batch in one read (tokio-util reserves a single byte,
+                    // so reads into the tail of a nearly full buffer came in small pieces).
+                    framed.read_buffer_mut().reserve(READ_ROOM);
+                }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
                 if let Some(response) = dispatch(state, ctx, request).await {
                     if let Err(e) = framed.feed(response).await {
@@ -170,6 +178,12 @@ pub async fn serve_connection<S>(
     }
     let _ = SinkExt::<RemotingCommand>::flush(&mut framed).await;
 }
+
+/// See `set_backpressure_boundary` in [`serve_connection`].
+const WRITE_BATCH: usize = 64 * 1024;
+
+/// Spare read-buffer room kept for the next read (a batch of pipelined requests).
+const READ_ROOM: usize = 8 * 1024;
 
 /// Frames with a body larger than this (a broker's multi-MB registration) leave the read buffer
 /// pointing into their allocation; it is then replaced (see [`shrink_read_buffer`]).
