@@ -86,6 +86,9 @@ pub fn broker_identity(cluster: &str, name: &str, addr: &str) -> BrokerIdentity 
 pub struct RegistrationBody {
     prefix: Bytes,
     suffix: Bytes,
+    /// CRC32 states of `prefix` and `suffix`, so a body's checksum costs no pass over it.
+    prefix_crc: crc32fast::Hasher,
+    suffix_crc: crc32fast::Hasher,
     topics: usize,
 }
 
@@ -121,21 +124,43 @@ impl RegistrationBody {
         let mark = body::to_legacy_json(&MARK);
         let at =
             find(&json, &mark).expect("the DataVersion of an encoded RegisterBrokerBody is in it");
+        let crc = |bytes: &[u8]| {
+            let mut h = crc32fast::Hasher::new();
+            h.update(bytes);
+            h
+        };
         Self {
             prefix: Bytes::copy_from_slice(&json[..at]),
             suffix: Bytes::copy_from_slice(&json[at + mark.len()..]),
+            prefix_crc: crc(&json[..at]),
+            suffix_crc: crc(&json[at + mark.len()..]),
             topics: topics.len(),
         }
     }
 
     /// The body with `version` in place.
     pub fn with_version(&self, version: &DataVersion) -> Bytes {
+        self.with_version_in(version, BytesMut::new()).0
+    }
+
+    /// The body with `version` in place, written into `buf` (cleared; a buffer reused from the
+    /// previous registration is already mapped, a fresh 2 MB one faults in every page), and its
+    /// `bodyCrc32` (combined from the parts' CRCs, as if computed over the body).
+    pub fn with_version_in(&self, version: &DataVersion, mut buf: BytesMut) -> (Bytes, i32) {
         let dv = body::to_legacy_json(version);
-        let mut out = BytesMut::with_capacity(self.prefix.len() + dv.len() + self.suffix.len());
-        out.put_slice(&self.prefix);
-        out.put_slice(&dv);
-        out.put_slice(&self.suffix);
-        out.freeze()
+        buf.clear();
+        // Slack for a version that grows by a few digits.
+        buf.reserve(self.prefix.len() + dv.len() + self.suffix.len() + 64);
+        buf.put_slice(&self.prefix);
+        buf.put_slice(&dv);
+        buf.put_slice(&self.suffix);
+        let mut crc = self.prefix_crc.clone();
+        let mut middle = crc32fast::Hasher::new();
+        middle.update(&dv);
+        crc.combine(&middle);
+        crc.combine(&self.suffix_crc);
+        let masked = i32::try_from(crc.finalize() & 0x7FFF_FFFF).unwrap_or(0);
+        (buf.freeze(), masked)
     }
 
     /// Number of topics in the table.
@@ -171,6 +196,8 @@ pub struct Registrar {
     body: Arc<RegistrationBody>,
     version: DataVersion,
     timeout: Duration,
+    /// The last body sent, reused for the next one once the client has dropped its copy.
+    scratch: Option<Bytes>,
 }
 
 impl Registrar {
@@ -188,7 +215,7 @@ impl Registrar {
             RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };
         let header = client.register_broker_command(&empty);
         let version = DataVersion { counter: 1, state_version: 0, timestamp: now_millis() };
-        Ok(Self { client, header, body, version, timeout })
+        Ok(Self { client, header, body, version, timeout, scratch: None })
     }
 
     /// Registers the table; with `bump`, first moves the DataVersion on (Java
@@ -198,11 +225,13 @@ impl Registrar {
             self.version.counter += 1;
             self.version.timestamp = now_millis().max(self.version.timestamp);
         }
-        let body = self.body.with_version(&self.version);
+        let buf = self.scratch.take().and_then(|b| b.try_into_mut().ok()).unwrap_or_default();
+        let (body, crc) = self.body.with_version_in(&self.version, buf);
         let mut cmd = self.header.clone();
         if let Some(ext) = cmd.ext_fields.as_mut() {
-            ext.insert("bodyCrc32", body::body_crc32(&body).to_string());
+            ext.insert("bodyCrc32", crc.to_string());
         }
+        self.scratch = Some(body.clone());
         cmd.body = Some(body);
         let start = Instant::now();
         self.client.send_register_broker_timeout(cmd, self.timeout).await?;
@@ -232,6 +261,21 @@ mod tests {
         let cfg = &w.topic_config_table[topics[7].as_ref()];
         assert_eq!((cfg.read_queue_nums, cfg.write_queue_nums, cfg.perm), (8, 8, 6));
         assert_eq!(cfg.topic_name.as_deref(), Some(topics[7].as_ref()));
+    }
+
+    #[test]
+    fn a_reused_buffer_gives_the_same_body_and_the_crc_of_the_whole() {
+        let rb = RegistrationBody::new(&random_names(2, 20, "t"));
+        let v = DataVersion { counter: 7, state_version: 1, timestamp: 1_700_000_000_123 };
+        let (first, crc) = rb.with_version_in(&v, BytesMut::new());
+        assert_eq!(crc, body::body_crc32(&first));
+        let ptr = first.as_ptr();
+        let reused = first.try_into_mut().expect("sole owner");
+        let v2 = DataVersion { counter: 123_456, ..v };
+        let (second, crc2) = rb.with_version_in(&v2, reused);
+        assert_eq!(second.as_ptr(), ptr, "same allocation");
+        assert_eq!(second, rb.with_version(&v2));
+        assert_eq!(crc2, body::body_crc32(&second));
     }
 
     #[test]

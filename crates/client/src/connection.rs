@@ -78,7 +78,7 @@ impl Drop for PendingGuard<'_> {
 /// A live connection. Dropping it stops the reader at once; the writer first sends what is queued.
 pub(crate) struct Connection {
     shared: Arc<Shared>,
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<Outgoing>,
     reader: JoinHandle<()>,
 }
 
@@ -196,19 +196,28 @@ impl Connection {
     }
 }
 
-fn encode(cmd: RemotingCommand) -> Result<Bytes> {
-    remoting::frame::encode_to_bytes(&cmd).map_err(|e| Error::Encode(e.to_string()))
+/// A frame to write: its prefix and header, then its body as given (a multi-MB registration
+/// body is written from the caller's buffer, not copied into the frame).
+struct Outgoing {
+    head: Bytes,
+    body: Option<Bytes>,
+}
+
+fn encode(cmd: RemotingCommand) -> Result<Outgoing> {
+    let mut head = bytes::BytesMut::new();
+    remoting::frame::encode_head_into(&cmd, &mut head).map_err(|e| Error::Encode(e.to_string()))?;
+    Ok(Outgoing { head: head.freeze(), body: cmd.body })
 }
 
 /// Writes queued frames, flushing when the queue runs empty. Ends when every sender is gone
 /// (after writing what was queued) or on a write error (which closes the connection).
-async fn write_loop(shared: Arc<Shared>, write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
+async fn write_loop(shared: Arc<Shared>, write: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
     let mut out = tokio::io::BufWriter::new(write);
     let result: std::io::Result<()> = async {
         while let Some(frame) = rx.recv().await {
-            out.write_all(&frame).await?;
+            write_frame(&mut out, &frame).await?;
             while let Ok(more) = rx.try_recv() {
-                out.write_all(&more).await?;
+                write_frame(&mut out, &more).await?;
             }
             out.flush().await?;
         }
@@ -219,6 +228,17 @@ async fn write_loop(shared: Arc<Shared>, write: OwnedWriteHalf, mut rx: mpsc::Re
         Ok(()) => shared.close("closed by client".to_owned()),
         Err(e) => shared.close(format!("write failed: {e}")),
     }
+}
+
+async fn write_frame(
+    out: &mut tokio::io::BufWriter<OwnedWriteHalf>,
+    frame: &Outgoing,
+) -> std::io::Result<()> {
+    out.write_all(&frame.head).await?;
+    if let Some(body) = &frame.body {
+        out.write_all(body).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -641,3 +641,30 @@ async fn data_version_bumps_with_an_unchanged_topic_table_behave_like_java() {
     assert_eq!(conn.call(master().register_body(bad.to_vec())).await.code, 1);
     assert_eq!(conn.call(query(7)).await.ext("changed"), Some("false"), "nothing applied");
 }
+
+/// The checksum of a body that differs from the last one only in its DataVersion is computed
+/// from the stamped parts: a right one passes, a wrong one is refused like Java's.
+#[tokio::test]
+async fn body_crc32_is_checked_on_version_only_re_registrations() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let with_crc = |counter: i64, delta: i32| {
+        let body = register_body(&["A", "B"], data_version(counter));
+        let crc = remoting::body::body_crc32(&body).wrapping_add(delta);
+        let mut cmd = master().register_body(body);
+        cmd.ext_fields.as_mut().expect("ext").insert("bodyCrc32", crc.to_string());
+        cmd
+    };
+    let query = |counter: i64| {
+        master()
+            .request(RequestCode::QueryDataVersion, Some(to_legacy_json(&data_version(counter))))
+    };
+    assert_eq!(conn.call(with_crc(1, 0)).await.code, 0);
+    assert_eq!(conn.call(with_crc(2, 0)).await.code, 0);
+    assert_eq!(conn.call(query(2)).await.ext("changed"), Some("false"));
+    let refused = conn.call(with_crc(3, 1)).await;
+    assert_eq!((refused.code, refused.remark.as_deref()), (1, Some("crc32 not match")));
+    assert_eq!(conn.call(query(2)).await.ext("changed"), Some("false"), "version 3 not applied");
+    assert_eq!(conn.call(with_crc(3, 0)).await.code, 0);
+    assert_eq!(conn.call(query(3)).await.ext("changed"), Some("false"));
+}

@@ -148,9 +148,18 @@ pub fn decode_frame(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
 /// Appends the whole frame of `cmd` (prefix, header in `cmd.serialize_type`, body) to `dst`.
 /// On error `dst` is left as it was. Java: `RemotingCommand#fastEncodeHeader` + body.
 pub fn encode_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
+    dst.reserve(8 + 128 + cmd.body_bytes().len());
+    encode_head_into(cmd, dst)?;
+    dst.put_slice(cmd.body_bytes());
+    Ok(())
+}
+
+/// Appends the frame of `cmd` without its body (the length prefix counts the body): a writer
+/// then sends `cmd.body` after it without copying it. On error `dst` is left as it was.
+pub fn encode_head_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
     let start = dst.len();
     let body = cmd.body_bytes();
-    dst.reserve(8 + 128 + body.len());
+    dst.reserve(8 + 128);
     dst.put_u64(0);
     if let Err(e) = header::encode(cmd, dst) {
         dst.truncate(start);
@@ -169,7 +178,6 @@ pub fn encode_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), Fram
     let info = header_info(header_len as u32, cmd.serialize_type);
     dst[start..start + 4].copy_from_slice(&total_i32.to_be_bytes());
     dst[start + 4..start + 8].copy_from_slice(&info.to_be_bytes());
-    dst.put_slice(body);
     Ok(())
 }
 

@@ -96,29 +96,42 @@ pub async fn register(
 
 fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
     let header: RegisterBrokerRequestHeader = request.decode_header();
-    let crc = header.body_crc32.unwrap_or(0);
-    if crc != 0 && body_crc32(request.body_bytes()) != crc {
-        warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-        return Ok(register_failed("crc32 not match"));
-    }
     let config = state.config.load();
     let delete_topics = config.delete_topic_with_broker_registration;
     let zone_name = request.ext(ZONE_NAME);
     let compressed = header.compressed.unwrap_or(false);
+    let body_bytes = request.body_bytes();
     let fields = digest_fields(request, &header, zone_name, delete_topics);
+    // Where this address's last fully applied body had its DataVersion (and that body's
+    // digest), and this body digested around the same place.
+    let stamped = match (&header.cluster_name, &header.broker_addr) {
+        (Some(cluster), Some(addr)) if !compressed => state.routes.version_frame(cluster, addr),
+        _ => None,
+    };
+    let around = stamped.and_then(|(frame, _)| digest_around_version(&fields, body_bytes, frame));
+    let crc = header.body_crc32.unwrap_or(0);
+    if crc != 0 {
+        // Java checks first. Around an unchanged rest, the CRC is the stamped parts' CRCs
+        // combined with the new version's: no pass over the body.
+        let known = match (stamped, &around) {
+            (Some((frame, digest)), Some(a)) if a.digest == digest => {
+                Some(frame.body_crc32(&body_bytes[a.middle.clone()]))
+            }
+            _ => None,
+        };
+        if known.unwrap_or_else(|| body_crc32(body_bytes)) != crc {
+            warn!(peer = %conn.peer, "register broker: body crc32 does not match");
+            return Ok(register_failed("crc32 not match"));
+        }
+    }
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
     {
         // Digested the way this address's last registration was: around its DataVersion when
         // the stamp says where that sat and this body has a DataVersion there, else whole.
-        let around = state
-            .routes
-            .version_frame(cluster, broker_addr)
-            .filter(|_| !compressed)
-            .and_then(|frame| digest_around_version(&fields, request.body_bytes(), frame));
-        let (request_digest, data_version) = match around {
-            Some((digest, version)) => (digest, Some(version)),
-            None => (digest_whole(&fields, request.body_bytes()), None),
+        let (request_digest, data_version) = match &around {
+            Some(a) => (a.digest, Some(a.version)),
+            None => (digest_whole(&fields, body_bytes), None),
         };
         let key = UnchangedRegistration {
             cluster,
@@ -149,11 +162,11 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         .as_deref()
         .filter(|_| !compressed)
         .and_then(|bytes| skim_register_body(bytes, request.version))
-        .map(|s| VersionFrame { prefix_len: s.before.len(), suffix_len: s.after.len() });
-    let around = frame.and_then(|f| digest_around_version(&fields, request.body_bytes(), f));
+        .map(|s| VersionFrame::new(s.before, s.after));
+    let around = frame.and_then(|f| digest_around_version(&fields, body_bytes, f));
     let (request_digest, version_frame) = match around {
-        Some((digest, _)) => (digest, frame),
-        None => (digest_whole(&fields, request.body_bytes()), None),
+        Some(a) => (a.digest, frame),
+        None => (digest_whole(&fields, body_bytes), None),
     };
     let registration = RegisterBroker {
         cluster,
@@ -244,15 +257,20 @@ fn digest_whole(fields: &Xxh3, body: &[u8]) -> u64 {
     hasher.digest()
 }
 
+/// A body digested around its `DataVersion`.
+struct Around {
+    /// The request digest over the body without the version.
+    digest: u64,
+    version: DataVersion,
+    /// Where the version sits in the body.
+    middle: std::ops::Range<usize>,
+}
+
 /// The request digest over the body without its `DataVersion`, which sits where `frame` says,
 /// and that version; `None` when the bytes there are not one plain `DataVersion` object. A body
 /// equal to a previous one outside the frame, with a valid version inside, decodes to the
 /// previous body with the new version.
-fn digest_around_version(
-    fields: &Xxh3,
-    body: &[u8],
-    frame: VersionFrame,
-) -> Option<(u64, DataVersion)> {
+fn digest_around_version(fields: &Xxh3, body: &[u8], frame: VersionFrame) -> Option<Around> {
     let end = body.len().checked_sub(frame.suffix_len)?;
     let middle = body.get(frame.prefix_len..end)?;
     let version = lone_data_version(middle)?;
@@ -261,7 +279,7 @@ fn digest_around_version(
     hasher.update(&(frame.prefix_len as u64).to_le_bytes());
     hasher.update(&body[..frame.prefix_len]);
     hasher.update(&body[end..]);
-    Some((hasher.digest(), version))
+    Some(Around { digest: hasher.digest(), version, middle: frame.prefix_len..end })
 }
 
 /// `bytes` as exactly one strict JSON `DataVersion` object (no `$ref`, nothing around it).

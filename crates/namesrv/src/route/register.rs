@@ -271,8 +271,14 @@ impl RouteTable {
 
     /// Where the `DataVersion` sat in the body of this address's last fully applied
     /// registration, when its digest left the version out.
-    pub fn version_frame(&self, cluster: &str, broker_addr: &str) -> Option<super::VersionFrame> {
-        self.live.get(cluster, broker_addr)?.unchanged_stamp?.version_frame
+    /// With it, that registration's digest.
+    pub fn version_frame(
+        &self,
+        cluster: &str,
+        broker_addr: &str,
+    ) -> Option<(super::VersionFrame, u64)> {
+        let stamp = self.live.get(cluster, broker_addr)?.unchanged_stamp?;
+        Some((stamp.version_frame?, stamp.request_digest))
     }
 
     /// Step 13: a non-master learns its group's live master and the master's HA address.

@@ -111,7 +111,11 @@ impl Routes {
     }
 
     /// See [`RouteTable::version_frame`] (current snapshot).
-    pub fn version_frame(&self, cluster: &str, broker_addr: &str) -> Option<super::VersionFrame> {
+    pub fn version_frame(
+        &self,
+        cluster: &str,
+        broker_addr: &str,
+    ) -> Option<(super::VersionFrame, u64)> {
         self.current.load().version_frame(cluster, broker_addr)
     }
 
