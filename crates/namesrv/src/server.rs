@@ -130,6 +130,7 @@ pub async fn serve_connection<S>(
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
     let mut draining = shutdown.is_shutdown();
+    let mut large_frames = LargeFrames::default();
     loop {
         let next = match framed.next().now_or_never() {
             Some(item) => item,
@@ -170,7 +171,7 @@ pub async fn serve_connection<S>(
                         break;
                     }
                 }
-                if large {
+                if large && large_frames.handled(Instant::now()) {
                     shrink_read_buffer(framed.read_buffer_mut());
                 }
             }
@@ -188,6 +189,28 @@ const READ_ROOM: usize = 8 * 1024;
 /// Frames with a body larger than this (a broker's multi-MB registration) leave the read buffer
 /// pointing into their allocation; it is then replaced (see [`shrink_read_buffer`]).
 const READ_BUFFER_KEEP: usize = 64 * 1024;
+
+/// A connection whose large frames come closer together than this (a broker re-registering in
+/// a loop) keeps its large read buffer for the next one: mapping a fresh multi-MB buffer each
+/// time costs a page fault per 4 KiB. A broker re-registering every 30 s gets a small buffer
+/// back after each registration.
+const KEEP_LARGE_BUFFER_WITHIN: Duration = Duration::from_secs(1);
+
+/// When a connection last handled a large frame.
+#[derive(Default)]
+struct LargeFrames {
+    last: Option<Instant>,
+}
+
+impl LargeFrames {
+    /// Records a large frame handled at `now`; whether to shrink the read buffer (not when the
+    /// previous large frame was less than [`KEEP_LARGE_BUFFER_WITHIN`] ago).
+    fn handled(&mut self, now: Instant) -> bool {
+        let again = self.last.is_some_and(|t| now.duration_since(t) < KEEP_LARGE_BUFFER_WITHIN);
+        self.last = Some(now);
+        !again
+    }
+}
 
 /// Replaces the read buffer by a fresh one holding only the bytes not yet decoded, so the
 /// multi-MB allocation of the previous frame is freed instead of kept alive by the buffer's
@@ -236,5 +259,29 @@ where
                 return Wake::Close;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_buffer_is_kept_only_between_close_large_frames() {
+        let start = Instant::now();
+        let mut frames = LargeFrames::default();
+        assert!(frames.handled(start), "a first large frame: shrink");
+        assert!(!frames.handled(start + Duration::from_millis(80)), "a quick second: keep");
+        assert!(!frames.handled(start + Duration::from_millis(900)), "and a third");
+        assert!(frames.handled(start + Duration::from_secs(31)), "30 s later: shrink");
+    }
+
+    #[test]
+    fn shrinking_keeps_undecoded_bytes_in_a_small_buffer() {
+        let mut buf = BytesMut::with_capacity(4 << 20);
+        buf.extend_from_slice(b"next frame's first bytes");
+        shrink_read_buffer(&mut buf);
+        assert_eq!(&buf[..], b"next frame's first bytes");
+        assert!(buf.capacity() < 64 * 1024);
     }
 }
