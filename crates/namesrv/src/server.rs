@@ -102,6 +102,7 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
     match state.negotiate(tcp, peer).await {
         Ok((stream, real_peer)) => {
             let ctx = ConnCtx { id, peer: real_peer, close };
+            let stream = crate::transport::Fair::new(stream);
             serve_connection(&state, stream, &ctx, shutdown).await;
         }
         Err(e) => debug!(%peer, error = %e, "connection refused during negotiation"),

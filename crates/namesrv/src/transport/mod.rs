@@ -46,12 +46,15 @@ macro_rules! forward_async_write {
     };
 }
 
+mod fair;
 pub mod proxy;
 mod reload;
 mod rewind;
 mod settings;
 mod tls;
 mod unclean;
+
+pub use fair::Fair;
 
 use std::io;
 use std::net::SocketAddr;
