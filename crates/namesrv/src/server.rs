@@ -166,7 +166,21 @@ pub async fn serve_connection<S>(
                     framed.read_buffer_mut().reserve(READ_ROOM);
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
-                if let Some(response) = dispatch(state, ctx, request).await {
+                if request.code == ROUTE_CODE
+                    && crate::handler::route::write_route(
+                        state,
+                        &request,
+                        framed.write_buffer_mut(),
+                    )
+                {
+                    // Answered in place; flush mid-batch like `feed` would past the boundary.
+                    if framed.write_buffer().len() >= WRITE_BATCH {
+                        if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
+                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                            break;
+                        }
+                    }
+                } else if let Some(response) = dispatch(state, ctx, request).await {
                     if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                         break;
@@ -180,6 +194,9 @@ pub async fn serve_connection<S>(
     }
     let _ = SinkExt::<RemotingCommand>::flush(&mut framed).await;
 }
+
+/// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
+const ROUTE_CODE: i32 = remoting::RequestCode::GetRouteinfoByTopic.to_i32();
 
 /// See `set_backpressure_boundary` in [`serve_connection`].
 const WRITE_BATCH: usize = 64 * 1024;

@@ -148,17 +148,35 @@ pub fn decode_frame(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
 /// Appends the whole frame of `cmd` (prefix, header in `cmd.serialize_type`, body) to `dst`.
 /// On error `dst` is left as it was. Java: `RemotingCommand#fastEncodeHeader` + body.
 pub fn encode_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
-    dst.reserve(8 + 128 + cmd.body_bytes().len());
-    encode_head_into(cmd, dst)?;
-    dst.put_slice(cmd.body_bytes());
+    encode_with_body(cmd, cmd.body_bytes(), dst)
+}
+
+/// Appends the frame of `cmd` with `body` as its body (`cmd.body` is ignored): for a body
+/// borrowed from elsewhere. On error `dst` is left as it was.
+pub fn encode_with_body(
+    cmd: &RemotingCommand,
+    body: &[u8],
+    dst: &mut BytesMut,
+) -> Result<(), FrameError> {
+    dst.reserve(8 + 128 + body.len());
+    encode_head(cmd, body.len(), dst)?;
+    dst.put_slice(body);
     Ok(())
 }
 
 /// Appends the frame of `cmd` without its body (the length prefix counts the body): a writer
 /// then sends `cmd.body` after it without copying it. On error `dst` is left as it was.
 pub fn encode_head_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
+    encode_head(cmd, cmd.body_bytes().len(), dst)
+}
+
+/// The length prefix (counting a body of `body_len` bytes), header-info and header of `cmd`.
+fn encode_head(
+    cmd: &RemotingCommand,
+    body_len: usize,
+    dst: &mut BytesMut,
+) -> Result<(), FrameError> {
     let start = dst.len();
-    let body = cmd.body_bytes();
     dst.reserve(8 + 128);
     dst.put_u64(0);
     if let Err(e) = header::encode(cmd, dst) {
@@ -170,7 +188,7 @@ pub fn encode_head_into(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(),
         dst.truncate(start);
         return Err(FrameError::HeaderTooLong(header_len));
     }
-    let total = 4 + header_len + body.len();
+    let total = 4 + header_len + body_len;
     let Ok(total_i32) = i32::try_from(total) else {
         dst.truncate(start);
         return Err(FrameError::FrameTooLong(total));

@@ -1,5 +1,6 @@
 //! Route reads: 105 GET_ROUTEINFO_BY_TOPIC, 106 GET_BROKER_CLUSTER_INFO.
 
+use bytes::BytesMut;
 use remoting::body::{to_legacy_json, to_standard_json};
 use remoting::headers::{GetRouteInfoRequestHeader, ZONE_MODE, ZONE_NAME};
 use remoting::{version, RemotingCommand, ResponseCode};
@@ -53,6 +54,38 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
             )),
         )),
     }
+}
+
+/// 105 on the common path, without building a response: when the request needs nothing but
+/// the cached route (serving, no zone, `orderMessageEnable` off, a topic given, a two-way
+/// request), appends the SUCCESS frame with the body copied from the cache straight into `out`
+/// and returns `true`. Otherwise (including "no route") `false` and `out` is untouched: the
+/// request goes to [`get_route`]. The bytes equal what `dispatch` would write.
+pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut) -> bool {
+    if request.is_response()
+        || request.is_oneway()
+        || (state.is_shutting_down() && request.version > version::V5_3_1)
+    {
+        return false;
+    }
+    let config = state.config.load();
+    if config.need_wait_for_service || config.order_message_enable || zone_of(request).is_some() {
+        return false;
+    }
+    let Some(topic) = request.ext("topic") else {
+        return false;
+    };
+    let standard = request.version >= version::V4_9_4
+        || request.ext("acceptStandardJsonOnly").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let form = if standard { RouteForm::Standard } else { RouteForm::Legacy };
+    state.routes.with_route_body(topic, form, config.support_acting_master, |body| {
+        let Some(body) = body else {
+            return false;
+        };
+        let mut response = success().respond_to(request);
+        response.serialize_type = state.serialize_type();
+        remoting::frame::encode_with_body(&response, body, out).is_ok()
+    })
 }
 
 /// The client's zone when it asked for zone-filtered routes (`__ZONE_MODE=true` and a

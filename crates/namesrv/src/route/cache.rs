@@ -53,6 +53,27 @@ impl BodyCache {
         };
         bodies.slots[variant].get_or_init(encode).clone()
     }
+
+    /// Calls `f` with the body of `variant` valid at `stamp`, borrowed when cached (no reference
+    /// count touched: a shared body's count would bounce between cores), else encoded as by
+    /// [`BodyCache::get_or_encode`].
+    pub(super) fn with_body<R>(
+        &self,
+        stamp: u64,
+        variant: usize,
+        encode: impl FnOnce() -> Option<Bytes>,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> R {
+        {
+            let current = self.0.load();
+            if let Some(cached) =
+                current.as_ref().filter(|b| b.stamp == stamp).and_then(|b| b.slots[variant].get())
+            {
+                return f(cached.as_deref());
+            }
+        }
+        f(self.get_or_encode(stamp, variant, encode).as_deref())
+    }
 }
 
 /// Encoded route bodies shared between topics: a route body names no topic, so every topic on

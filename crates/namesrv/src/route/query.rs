@@ -105,6 +105,25 @@ impl RouteTable {
         })
     }
 
+    /// [`RouteTable::route_body`], borrowed: `f` gets the body (`None`: no route).
+    pub fn with_route_body<R>(
+        &self,
+        topic: &str,
+        form: RouteForm,
+        support_acting_master: bool,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> R {
+        let Some(entry) = self.topics.get(topic) else {
+            return f(None);
+        };
+        let variant = (form as usize) * 2 + usize::from(support_acting_master);
+        let encode = || {
+            self.pickup_route(topic, support_acting_master)
+                .map(|route| self.bodies.intern(encode_route(&route, form)))
+        };
+        entry.cache.with_body(self.broker_gen, variant, encode, f)
+    }
+
     /// Drops shared route bodies no topic's cache holds any more; the number left.
     pub fn prune_route_bodies(&self) -> usize {
         self.bodies.prune()

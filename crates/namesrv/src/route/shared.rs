@@ -142,6 +142,17 @@ impl Routes {
         self.current.load().route_body(topic, form, support_acting_master)
     }
 
+    /// [`Routes::route_body`], borrowed from the current snapshot for the length of `f`.
+    pub fn with_route_body<R>(
+        &self,
+        topic: &str,
+        form: RouteForm,
+        support_acting_master: bool,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> R {
+        self.current.load().with_route_body(topic, form, support_acting_master, f)
+    }
+
     /// The route itself, uncached (for `orderTopicConf` or the zone filter).
     pub fn route(&self, topic: &str, support_acting_master: bool) -> Option<TopicRouteData> {
         self.current.load().pickup_route(topic, support_acting_master)
