@@ -99,9 +99,8 @@ impl RouteTable {
         let entry = self.topics.get(topic)?;
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
         debug_assert!(variant < VARIANTS);
-        entry.cache.get_or_encode(self.broker_gen, variant, || {
-            self.pickup_route(topic, support_acting_master)
-                .map(|route| self.bodies.intern(encode_route(&route, form)))
+        entry.cache.get_or_encode(&self.bodies, self.broker_gen, variant, || {
+            self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
         })
     }
 
@@ -118,10 +117,11 @@ impl RouteTable {
         };
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
         let encode = || {
-            self.pickup_route(topic, support_acting_master)
-                .map(|route| self.bodies.intern(encode_route(&route, form)))
+            self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
         };
-        entry.cache.with_body(self.broker_gen, variant, encode, f)
+        entry.cache.with_body(&self.bodies, self.broker_gen, variant, encode, |body| {
+            f(body.map(|b| &b[..]))
+        })
     }
 
     /// Drops shared route bodies no topic's cache holds any more; the number left.

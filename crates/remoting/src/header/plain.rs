@@ -10,7 +10,9 @@ use crate::command::{ExtFields, RemotingCommand, SerializeType};
 
 /// Decodes a plain JSON header, or `None` to leave it to the general decoder.
 pub(super) fn decode_plain(bytes: &[u8]) -> Option<RemotingCommand> {
-    let mut p = Parser { bytes, at: 0 };
+    // Validated once: every string below is cut at ASCII quotes, so at char boundaries.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut p = Parser { text, bytes, at: 0 };
     let mut cmd = RemotingCommand { serialize_type: SerializeType::Json, ..Default::default() };
     let mut seen = 0u8;
     p.ws();
@@ -76,6 +78,7 @@ pub(super) fn decode_plain(bytes: &[u8]) -> Option<RemotingCommand> {
 }
 
 struct Parser<'a> {
+    text: &'a str,
     bytes: &'a [u8],
     at: usize,
 }
@@ -102,14 +105,16 @@ impl<'a> Parser<'a> {
     /// A string without escapes or control characters.
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
-        let rest = &self.bytes[self.at..];
-        let len = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-        if rest[len] != b'"' {
+        let start = self.at;
+        let rest = &self.bytes[start..];
+        let len = memchr::memchr2(b'"', b'\\', rest)?;
+        // No early exit, so it vectorises.
+        let control = rest[..len].iter().fold(false, |seen, &b| seen | (b < 0x20));
+        if rest[len] != b'"' || control {
             return None;
         }
-        let s = std::str::from_utf8(&rest[..len]).ok()?;
-        self.at += len + 1;
-        Some(s)
+        self.at = start + len + 1;
+        self.text.get(start..start + len)
     }
 
     fn opt_string(&mut self) -> Option<Option<&'a str>> {
@@ -132,7 +137,7 @@ impl<'a> Parser<'a> {
         if matches!(self.bytes.get(self.at), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        std::str::from_utf8(&self.bytes[start..self.at]).ok()?.parse().ok()
+        self.text.get(start..self.at)?.parse().ok()
     }
 
     /// `null` or an object of string values (no `null` values).
