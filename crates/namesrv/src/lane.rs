@@ -12,11 +12,12 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 use tracing::debug;
 
-/// The lane threads' nice value (Linux; higher is lower priority): 10 gives a lane
-/// thread about a tenth of the CPU share of a normal thread it competes with (never none), and
-/// all of an otherwise idle CPU. A registration waiting for the lane has already refreshed its
-/// broker's liveness (see `handler::broker::register`).
-pub const LANE_NICE: i32 = 10;
+/// The lane threads' nice value (Linux; higher is lower priority): the lowest, 19. A lane
+/// thread then gets about 1.5 % of the CPU share of a normal thread it competes with (never
+/// none), all of an otherwise idle CPU, and is preempted at once when a route read wakes a
+/// worker. A registration waiting for the lane has already refreshed its broker's liveness (see
+/// `handler::broker::register`), so a long wait never expires a broker.
+pub const LANE_NICE: i32 = 19;
 
 type Job = Box<dyn FnOnce() + Send>;
 
