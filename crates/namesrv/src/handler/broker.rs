@@ -376,3 +376,73 @@ pub fn member_group(state: &State, request: &RemotingCommand) -> HandlerResult {
     response.remark = Some("not set any response code".to_owned());
     Ok(response)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use remoting::body::{to_legacy_json, TopicConfig};
+    use remoting::RequestCode;
+
+    use super::*;
+    use crate::config::Config;
+
+    fn registration(topics: usize, counter: i64) -> RemotingCommand {
+        let mut body = RegisterBrokerBody::default();
+        let wrapper = &mut body.topic_config_serialize_wrapper;
+        wrapper.data_version = DataVersion { counter, state_version: 0, timestamp: 1 };
+        for i in 0..topics {
+            let name = format!("Topic-{i:05}");
+            wrapper.topic_config_table.insert(name.clone(), TopicConfig::named(name));
+        }
+        let ext = [
+            ("clusterName", "C"),
+            ("brokerAddr", "10.0.0.1:10911"),
+            ("brokerName", "b"),
+            ("brokerId", "0"),
+            ("enableActingMaster", "false"),
+        ];
+        let mut cmd = RemotingCommand::request(RequestCode::RegisterBroker);
+        cmd.ext_fields = Some(ext.into_iter().collect());
+        cmd.body = Some(to_legacy_json(&body).into());
+        cmd
+    }
+
+    #[tokio::test]
+    async fn a_registration_waiting_for_the_lane_has_already_refreshed_its_broker() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = crate::build_state(Config {
+            kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
+            ..Config::default()
+        })
+        .expect("state");
+        let conn =
+            ConnCtx { id: 1, peer: "127.0.0.1:1".parse().expect("addr"), close: Arc::default() };
+        let first = registration(2_000, 1);
+        assert!(first.body_bytes().len() > INLINE_REGISTER_BODY_LIMIT, "goes to the lane");
+        assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);
+        let registered_at =
+            state.routes.snapshot().last_heartbeat("C", "10.0.0.1:10911").expect("live").0;
+
+        // Hold the lane, then send the next registration: it waits, yet its broker is refreshed.
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        let lane_state = Arc::clone(&state);
+        let blocker = tokio::spawn(async move {
+            lane_state.register_lane.run(move || held.recv_timeout(Duration::from_secs(10))).await
+        });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let waiting = {
+            let (state, conn, request) = (Arc::clone(&state), conn.clone(), registration(2_000, 2));
+            tokio::spawn(async move { register(&state, &conn, &request).await })
+        };
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!waiting.is_finished(), "queued behind the held lane");
+        let refreshed =
+            state.routes.snapshot().last_heartbeat("C", "10.0.0.1:10911").expect("live").0;
+        assert!(refreshed >= registered_at + 50, "{refreshed} vs {registered_at}");
+
+        hold.send(()).expect("release");
+        let _ = blocker.await;
+        assert_eq!(waiting.await.expect("joined").expect("registered").code, 0);
+    }
+}
