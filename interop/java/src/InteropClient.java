@@ -128,13 +128,7 @@ public class InteropClient {
         Set<String> seen = ConcurrentHashMap.newKeySet();
         Map<String, Integer> perBroker = new ConcurrentHashMap<>();
         AtomicLong total = new AtomicLong();
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
-        c.setNamesrvAddr(need(opt, "ns"));
-        c.setInstanceName(group + "-" + ProcessHandle.current().pid());
-        c.setVipChannelEnabled(false);
-        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        c.subscribe(topic, "*");
-        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+        MessageListenerConcurrently listener = (msgs, ctx) -> {
             for (MessageExt m : msgs) {
                 String body = new String(m.getBody(), StandardCharsets.UTF_8);
                 total.incrementAndGet();
@@ -143,9 +137,31 @@ public class InteropClient {
                 }
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
+        };
         long t0 = System.currentTimeMillis();
-        c.start();
+        DefaultMQPushConsumer c = null;
+        // A new Java client picks one of several nameservers at random; when that one is down its
+        // first route lookup fails ("connect to null") and the push consumer's start() throws.
+        // An application restarts it: so do we, with a fresh client (up to 5 picks).
+        for (int attempt = 1; c == null; attempt++) {
+            DefaultMQPushConsumer candidate = new DefaultMQPushConsumer(group);
+            candidate.setNamesrvAddr(need(opt, "ns"));
+            candidate.setInstanceName(group + "-" + ProcessHandle.current().pid() + "-" + attempt);
+            candidate.setVipChannelEnabled(false);
+            candidate.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+            candidate.subscribe(topic, "*");
+            candidate.registerMessageListener(listener);
+            try {
+                candidate.start();
+                c = candidate;
+            } catch (IllegalStateException e) {
+                candidate.shutdown();
+                if (attempt >= 5) {
+                    throw e;
+                }
+                System.out.println("NOTE consumer start failed (" + e.getMessage() + "); restarting it");
+            }
+        }
         while (seen.size() < count && System.currentTimeMillis() - t0 < timeoutMs) {
             Thread.sleep(100);
         }
