@@ -226,7 +226,16 @@ impl Registrar {
             self.version.timestamp = now_millis().max(self.version.timestamp);
         }
         let buf = self.scratch.take().and_then(|b| b.try_into_mut().ok()).unwrap_or_default();
-        let (body, crc) = self.body.with_version_in(&self.version, buf);
+        let (body, crc) = if self.body.len() > 1 << 20 {
+            // Copying a multi-MB body would hold this runtime worker (and the readers it runs)
+            // for milliseconds: do it off the runtime.
+            let (source, version) = (Arc::clone(&self.body), self.version);
+            tokio::task::spawn_blocking(move || source.with_version_in(&version, buf))
+                .await
+                .map_err(|e| client::Error::Encode(format!("body build failed: {e}")))?
+        } else {
+            self.body.with_version_in(&self.version, buf)
+        };
         let mut cmd = self.header.clone();
         if let Some(ext) = cmd.ext_fields.as_mut() {
             ext.insert("bodyCrc32", crc.to_string());

@@ -236,10 +236,22 @@ async fn write_frame(
 ) -> std::io::Result<()> {
     out.write_all(&frame.head).await?;
     if let Some(body) = &frame.body {
-        out.write_all(body).await?;
+        if body.len() <= LARGE_BODY_CHUNK {
+            out.write_all(body).await?;
+        } else {
+            // A multi-MB registration goes out in chunks, yielding between them, so the other
+            // tasks of this worker (other connections, timers) are not held up for milliseconds.
+            for chunk in body.chunks(LARGE_BODY_CHUNK) {
+                out.write_all(chunk).await?;
+                tokio::task::yield_now().await;
+            }
+        }
     }
     Ok(())
 }
+
+/// Bodies above this size are written in chunks of this size (see [`write_frame`]).
+const LARGE_BODY_CHUNK: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {
