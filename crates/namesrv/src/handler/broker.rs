@@ -109,30 +109,43 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         _ => None,
     };
     let around = stamped.and_then(|(frame, _)| digest_around_version(&fields, body_bytes, frame));
+    let rest_unchanged =
+        matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
+    // This body's own frame: the stamped one when all but the version is unchanged, else where
+    // a skim finds its DataVersion (`None`: the body is digested whole).
+    let (frame, around) = if rest_unchanged {
+        (stamped.map(|(frame, _)| frame), around)
+    } else {
+        let frame = request
+            .body
+            .as_deref()
+            .filter(|_| !compressed)
+            .and_then(|bytes| skim_register_body(bytes, request.version))
+            .map(|s| VersionFrame::new(s.before, s.after));
+        (frame, frame.and_then(|f| digest_around_version(&fields, body_bytes, f)))
+    };
     let crc = header.body_crc32.unwrap_or(0);
     if crc != 0 {
-        // Java checks first. Around an unchanged rest, the CRC is the stamped parts' CRCs
-        // combined with the new version's: no pass over the body.
-        let known = match (stamped, &around) {
-            (Some((frame, digest)), Some(a)) if a.digest == digest => {
-                Some(frame.body_crc32(&body_bytes[a.middle.clone()]))
-            }
-            _ => None,
+        // Java checks first. With a frame, the CRC is the frame's parts' CRCs combined with the
+        // version's (no second pass over the body).
+        let actual = match (frame, &around) {
+            (Some(frame), Some(a)) => frame.body_crc32(&body_bytes[a.middle.clone()]),
+            _ => body_crc32(body_bytes),
         };
-        if known.unwrap_or_else(|| body_crc32(body_bytes)) != crc {
+        if actual != crc {
             warn!(peer = %conn.peer, "register broker: body crc32 does not match");
             return Ok(register_failed("crc32 not match"));
         }
     }
+    // Digested around the DataVersion when there is a frame (a later body that differs only
+    // there then skips decoding), else whole: the way the stamp of the last registration was.
+    let (request_digest, data_version, version_frame) = match &around {
+        Some(a) => (a.digest, Some(a.version), frame),
+        None => (digest_whole(&fields, body_bytes), None, None),
+    };
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
     {
-        // Digested the way this address's last registration was: around its DataVersion when
-        // the stamp says where that sat and this body has a DataVersion there, else whole.
-        let (request_digest, data_version) = match &around {
-            Some(a) => (a.digest, Some(a.version)),
-            None => (digest_whole(&fields, body_bytes), None),
-        };
         let key = UnchangedRegistration {
             cluster,
             broker_addr,
@@ -154,19 +167,6 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         return Err(HandlerError::System(
             "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
         ));
-    };
-    // The stamp for the next registration: around this body's DataVersion when it can be found
-    // (a later body that differs only there then skips decoding), else the whole body.
-    let frame = request
-        .body
-        .as_deref()
-        .filter(|_| !compressed)
-        .and_then(|bytes| skim_register_body(bytes, request.version))
-        .map(|s| VersionFrame::new(s.before, s.after));
-    let around = frame.and_then(|f| digest_around_version(&fields, body_bytes, f));
-    let (request_digest, version_frame) = match around {
-        Some(a) => (a.digest, frame),
-        None => (digest_whole(&fields, body_bytes), None),
     };
     let registration = RegisterBroker {
         cluster,
