@@ -88,20 +88,12 @@ async fn connection(mut stream: TcpStream, answer: &Answer) -> std::io::Result<(
         if stream.read_buf(&mut inbuf).await? == 0 {
             return Ok(());
         }
-        while inbuf.len() >= 8 {
-            let len = u32::from_be_bytes([inbuf[0], inbuf[1], inbuf[2], inbuf[3]]) as usize;
-            if inbuf.len() < 4 + len {
-                inbuf.reserve(4 + len - inbuf.len());
-                break;
-            }
-            let info = u32::from_be_bytes([inbuf[4], inbuf[5], inbuf[6], inbuf[7]]);
-            let header_len = (info & 0x00FF_FFFF) as usize;
-            let header = inbuf.get(8..(8 + header_len).min(4 + len)).unwrap_or(&[]);
+        while let Some(frame) = crate::raw::next_frame(&mut inbuf) {
             // Oneway requests (flag bit 1) get no answer; the generator sends none here.
-            if let Some(opaque) = request_opaque(info, header) {
+            if let Some(opaque) = request_opaque(frame.info, frame.header(&inbuf)) {
                 answer.write(opaque, &mut out);
             }
-            inbuf.advance(4 + len);
+            inbuf.advance(frame.len);
         }
         if !out.is_empty() {
             stream.write_all(&out).await?;

@@ -47,28 +47,11 @@ pub async fn connect_clients(
     parallel: usize,
     probe_topic: &str,
 ) -> anyhow::Result<Vec<Client>> {
-    let sem = Arc::new(Semaphore::new(parallel.max(1)));
-    let mut tasks = Vec::with_capacity(n);
-    for _ in 0..n {
-        let config =
-            ClientConfig { connect_timeout: Duration::from_secs(10), ..ClientConfig::default() };
-        let client = Client::with_config(addr, config)?;
-        let sem = sem.clone();
-        let topic = probe_topic.to_owned();
-        tasks.push(tokio::spawn(async move {
-            let _permit = sem.acquire().await;
-            match client.get_route_body(&topic, RouteOptions::default()).await {
-                Ok(_) => Ok(client),
-                Err(e) if e.code().is_some() => Ok(client),
-                Err(e) => Err(e),
-            }
-        }));
+    let (clients, failed, first) = connect_many(addr, n, parallel, probe_topic).await?;
+    match first {
+        Some(e) => anyhow::bail!("{failed} of {n} connections failed, first: {e}"),
+        None => Ok(clients),
     }
-    let mut clients = Vec::with_capacity(n);
-    for t in tasks {
-        clients.push(t.await??);
-    }
-    Ok(clients)
 }
 
 /// Like [`connect_clients`], but keeps going when some connections fail (a server may refuse

@@ -215,18 +215,10 @@ async fn connection(
                 }
             }
         }
-        while inbuf.len() >= 8 {
-            let len = u32::from_be_bytes([inbuf[0], inbuf[1], inbuf[2], inbuf[3]]) as usize;
-            if inbuf.len() < 4 + len {
-                inbuf.reserve(4 + len - inbuf.len());
-                break;
-            }
-            let info = u32::from_be_bytes([inbuf[4], inbuf[5], inbuf[6], inbuf[7]]);
-            let header_len = (info & 0x00FF_FFFF) as usize;
-            let body_len = len.saturating_sub(4 + header_len);
-            let parsed =
-                inbuf.get(8..(8 + header_len).min(4 + len)).and_then(|h| code_and_opaque(info, h));
-            inbuf.advance(4 + len);
+        while let Some(frame) = next_frame(&mut inbuf) {
+            let body_len = frame.body_len();
+            let parsed = code_and_opaque(frame.info, frame.header(&inbuf));
+            inbuf.advance(frame.len);
             let Some((code, opaque)) = parsed else { continue };
             let Some(pos) = inflight.iter().position(|(o, _)| *o == opaque) else { continue };
             let (_, sent) = inflight.swap_remove(pos);
@@ -264,6 +256,42 @@ pub async fn probe(addr: &str, topic: &str) -> anyhow::Result<usize> {
     Ok(body.len())
 }
 
+/// The position of the complete frame at the head of a read buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameAt {
+    /// The header-info int (serialize type and header length).
+    pub info: u32,
+    /// The whole frame, length prefix included.
+    pub len: usize,
+}
+
+impl FrameAt {
+    /// The header bytes (clipped to the frame).
+    pub fn header<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        let header_len = (self.info & 0x00FF_FFFF) as usize;
+        buf.get(8..(8 + header_len).min(self.len)).unwrap_or(&[])
+    }
+
+    /// The body length.
+    pub fn body_len(&self) -> usize {
+        self.len.saturating_sub(8 + (self.info & 0x00FF_FFFF) as usize)
+    }
+}
+
+/// The complete frame at the head of `buf`, if one has arrived (the caller advances past
+/// `len`); otherwise room for the rest of it is reserved.
+pub fn next_frame(buf: &mut BytesMut) -> Option<FrameAt> {
+    if buf.len() < 8 {
+        return None;
+    }
+    let len = 4 + u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if buf.len() < len {
+        buf.reserve(len - buf.len());
+        return None;
+    }
+    Some(FrameAt { info: u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]), len })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +312,23 @@ mod tests {
         assert_eq!((a.code, a.opaque, a.ext("topic")), (105, 4711, Some("TopicA")));
         assert_eq!((b.opaque, b.ext("topic")), (-5, Some("b")));
         assert_eq!(a.version, client.config().version);
+    }
+
+    #[test]
+    fn next_frame_waits_for_a_whole_frame_then_locates_its_parts() {
+        let req = remoting::RemotingCommand::request(remoting::RequestCode::GetRouteinfoByTopic)
+            .with_opaque(5)
+            .with_body(bytes::Bytes::from_static(b"body!"));
+        let frame = remoting::frame::encode_to_bytes(&req).expect("encode");
+        let mut buf = BytesMut::from(&frame[..frame.len() - 1]);
+        assert!(next_frame(&mut buf).is_none(), "one byte missing");
+        buf.extend_from_slice(&frame[frame.len() - 1..]);
+        buf.extend_from_slice(b"next");
+        let at = next_frame(&mut buf).expect("whole frame");
+        assert_eq!((at.len, at.body_len()), (frame.len(), 5));
+        assert_eq!(code_and_opaque(at.info, at.header(&buf)), Some((105, 5)));
+        buf.advance(at.len);
+        assert_eq!(&buf[..], b"next");
     }
 
     #[test]

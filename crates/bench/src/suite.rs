@@ -200,6 +200,19 @@ pub async fn run(
     let n = lives.len() + usize::from(ceiling.is_some());
     for round in 0..sizes.rounds {
         // S1, the order rotated each round; the ceiling takes its turn among the nameservers.
+        let s1_round = async |addr: &str, pid: u32, label: &str| {
+            gate(sizes, &pids, say).await;
+            measuring.send_replace(true);
+            let meter = CpuMeter::start(Some(pid), &pids);
+            let seed = sizes.seed + round as u64;
+            let result = read_phase(addr, sizes.conns, &topology, &mode, &readers, seed).await;
+            let cpu = meter.finish(&format!("S1 r{round}"));
+            measuring.send_replace(false);
+            if let Ok((rec, elapsed)) = &result {
+                say(&format!("S1 r{round} {label:>14}: {}", line(&rec.summary(*elapsed))));
+            }
+            (cpu, result)
+        };
         for k in 0..n {
             let i = (k + round) % n;
             if i < lives.len() {
@@ -207,54 +220,21 @@ pub async fn run(
                 if live.fleet.is_none() || !live.ok() {
                     continue;
                 }
-                gate(sizes, &pids, say).await;
-                measuring.send_replace(true);
-                let meter = CpuMeter::start(Some(live.server.pid), &pids);
-                let result = read_phase(
-                    &live.server.addr,
-                    sizes.conns,
-                    &topology,
-                    &mode,
-                    &readers,
-                    sizes.seed + round as u64,
-                )
-                .await;
-                live.report.cpu.push(meter.finish(&format!("S1 r{round}")));
-                measuring.send_replace(false);
+                let (cpu, result) =
+                    s1_round(&live.server.addr, live.server.pid, live.spec.kind.label()).await;
+                live.report.cpu.push(cpu);
                 match result {
                     Ok((rec, elapsed)) => {
-                        say(&format!(
-                            "S1 r{round} {:>14}: {}",
-                            live.spec.kind.label(),
-                            line(&rec.summary(elapsed))
-                        ));
                         live.report.s1_rounds.push(rec.summary(elapsed));
                         live.s1.push((rec, elapsed));
                     }
                     Err(e) => live.fail("S1", &e),
                 }
             } else if let Some((server, report, recs)) = ceiling.as_mut() {
-                gate(sizes, &pids, say).await;
-                measuring.send_replace(true);
-                let meter = CpuMeter::start(Some(server.pid), &pids);
-                let result = read_phase(
-                    &server.addr,
-                    sizes.conns,
-                    &topology,
-                    &mode,
-                    &readers,
-                    sizes.seed + round as u64,
-                )
-                .await;
-                report.cpu.push(meter.finish(&format!("S1 r{round}")));
-                measuring.send_replace(false);
+                let (cpu, result) = s1_round(&server.addr, server.pid, "ceiling").await;
+                report.cpu.push(cpu);
                 match result {
                     Ok((rec, elapsed)) => {
-                        say(&format!(
-                            "S1 r{round} {:>14}: {}",
-                            "ceiling",
-                            line(&rec.summary(elapsed))
-                        ));
                         report.s1_rounds.push(rec.summary(elapsed));
                         recs.push((rec, elapsed));
                     }
