@@ -31,7 +31,9 @@ pub(super) struct BodyCache([ArcSwapOption<Stamped>; VARIANTS]);
 impl BodyCache {
     /// The body of `variant` valid at `stamp`, encoding it with `encode` on a miss (concurrent
     /// readers of a topic may both encode; the interner makes them share the result). A reader
-    /// on an older snapshot than the cached body encodes for itself without storing.
+    /// on an older snapshot than the cached body encodes for itself without storing. (The
+    /// owned form of [`BodyCache::with_body`], for the tests.)
+    #[cfg(test)]
     pub(super) fn get_or_encode(
         &self,
         interner: &BodyInterner,
@@ -43,8 +45,10 @@ impl BodyCache {
     }
 
     /// Calls `f` with the body of `variant` valid at `stamp`, borrowed (no reference count
-    /// touched on a hit: a shared body's count would bounce between cores); encoded and stored
-    /// as by [`BodyCache::get_or_encode`] on a miss.
+    /// touched on a hit: a shared body's count would bounce between cores). On a miss the body
+    /// is encoded with `encode` (concurrent readers of a topic may both encode; the interner
+    /// makes them share the result) and stored; a reader on an older snapshot than the cached
+    /// body encodes for itself without storing.
     pub(super) fn with_body<R>(
         &self,
         interner: &BodyInterner,

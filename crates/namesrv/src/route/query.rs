@@ -96,12 +96,7 @@ impl RouteTable {
         form: RouteForm,
         support_acting_master: bool,
     ) -> Option<Bytes> {
-        let entry = self.topics.get(topic)?;
-        let variant = (form as usize) * 2 + usize::from(support_acting_master);
-        debug_assert!(variant < VARIANTS);
-        entry.cache.get_or_encode(&self.bodies, self.broker_gen, variant, || {
-            self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
-        })
+        self.with_cached_body(topic, form, support_acting_master, |body| body.cloned())
     }
 
     /// [`RouteTable::route_body`], borrowed: `f` gets the body (`None`: no route).
@@ -112,16 +107,26 @@ impl RouteTable {
         support_acting_master: bool,
         f: impl FnOnce(Option<&[u8]>) -> R,
     ) -> R {
+        self.with_cached_body(topic, form, support_acting_master, |body| f(body.map(|b| &b[..])))
+    }
+
+    /// The one road to a topic's cached body (see [`RouteTable::route_body`]).
+    fn with_cached_body<R>(
+        &self,
+        topic: &str,
+        form: RouteForm,
+        support_acting_master: bool,
+        f: impl FnOnce(Option<&Bytes>) -> R,
+    ) -> R {
         let Some(entry) = self.topics.get(topic) else {
             return f(None);
         };
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
+        debug_assert!(variant < VARIANTS);
         let encode = || {
             self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
         };
-        entry.cache.with_body(&self.bodies, self.broker_gen, variant, encode, |body| {
-            f(body.map(|b| &b[..]))
-        })
+        entry.cache.with_body(&self.bodies, self.broker_gen, variant, encode, f)
     }
 
     /// Drops shared route bodies no topic's cache holds any more; the number left.
