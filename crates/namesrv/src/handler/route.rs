@@ -2,7 +2,7 @@
 
 use bytes::BytesMut;
 use remoting::body::{to_legacy_json, to_standard_json};
-use remoting::headers::{GetRouteInfoRequestHeader, ZONE_MODE, ZONE_NAME};
+use remoting::headers::{GetRouteInfoRequestHeader, HeaderValue, ZONE_MODE, ZONE_NAME};
 use remoting::{version, RemotingCommand, ResponseCode};
 
 use super::{or_null, success, success_json};
@@ -23,8 +23,7 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
     }
     let header: GetRouteInfoRequestHeader = request.decode_header();
     let topic = header.topic.as_deref().unwrap_or_default();
-    let standard =
-        request.version >= version::V4_9_4 || header.accept_standard_json_only == Some(true);
+    let form = route_form(request.version, header.accept_standard_json_only);
     let zone = zone_of(request);
     let support_acting_master = config.support_acting_master;
 
@@ -36,12 +35,11 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
             }
             match zone {
                 Some(zone) => to_legacy_json(&zone_filter(route, zone)).into(),
-                None if standard => to_standard_json(&route).into(),
+                None if form == RouteForm::Standard => to_standard_json(&route).into(),
                 None => to_legacy_json(&route).into(),
             }
         })
     } else {
-        let form = if standard { RouteForm::Standard } else { RouteForm::Legacy };
         state.routes.route_body(topic, form, support_acting_master)
     };
     match body {
@@ -75,9 +73,8 @@ pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut)
     let Some(topic) = request.ext("topic") else {
         return false;
     };
-    let standard = request.version >= version::V4_9_4
-        || request.ext("acceptStandardJsonOnly").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let form = if standard { RouteForm::Standard } else { RouteForm::Legacy };
+    let accept = request.ext("acceptStandardJsonOnly").and_then(<bool as HeaderValue>::parse);
+    let form = route_form(request.version, accept);
     state.routes.with_route_body(topic, form, config.support_acting_master, |body| {
         let Some(body) = body else {
             return false;
@@ -86,6 +83,16 @@ pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut)
         response.serialize_type = state.serialize_type();
         remoting::frame::encode_with_body(&response, body, out).is_ok()
     })
+}
+
+/// Standard JSON for clients ≥ V4_9_4 or those that accept only it, else legacy.
+/// Java: `ClientRequestProcessor#getRouteInfoByTopic`
+fn route_form(client_version: i32, accept_standard_json_only: Option<bool>) -> RouteForm {
+    if client_version >= version::V4_9_4 || accept_standard_json_only == Some(true) {
+        RouteForm::Standard
+    } else {
+        RouteForm::Legacy
+    }
 }
 
 /// The client's zone when it asked for zone-filtered routes (`__ZONE_MODE=true` and a
