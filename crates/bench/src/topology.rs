@@ -138,7 +138,8 @@ impl RegistrationBody {
         }
     }
 
-    /// The body with `version` in place.
+    /// The body with `version` in place, in a fresh buffer (tests; registrations reuse theirs).
+    #[cfg(test)]
     pub fn with_version(&self, version: &DataVersion) -> Bytes {
         self.with_version_in(version, BytesMut::new()).0
     }
