@@ -84,6 +84,7 @@ def main():
     results = {}
     artifacts = Artifacts(procs, say)
     aborted = None
+    env = None
     try:
         # Fetch/build what the selected scenarios need, in parallel.
         needs = [lambda: artifacts.libdir("5"), lambda: artifacts.classes("5")]
@@ -146,6 +147,8 @@ def main():
     finally:
         signal.alarm(0)
         procs.cleanup()
+        if env is not None:
+            env.remove_stores()
 
     if aborted:
         say("ABORTED: %s" % aborted)
