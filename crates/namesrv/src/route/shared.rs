@@ -17,6 +17,8 @@
 //! * cost: a write that changes k topics copies min(k, 256) shards of ~n/256 entries each, and
 //!   the small tables (groups, clusters, live, filters) are cloned per write (reference counts).
 //!   An unchanged re-registration (every 30 s per broker) copies no topic shard at all.
+//! * the writer frees the snapshot it replaced (waiting up to 1 ms for readers still on it), so a
+//!   reader never pays for freeing what a big write replaced.
 //!
 //! Encoded bodies are cached per topic (see `cache.rs`); a cached `Bytes` is reused until the
 //! topic's entry is replaced or a group / filter-server entry changes.
@@ -51,8 +53,15 @@ pub enum RouteForm {
 /// The route table as the server shares it. See the module docs for the concurrency design.
 pub struct Routes {
     current: ArcSwap<RouteTable>,
-    writer: Mutex<()>,
+    /// Serializes writers; holds the replaced snapshots some reader still had (see
+    /// [`Routes::retire`]).
+    writer: Mutex<Vec<Arc<RouteTable>>>,
 }
+
+/// How long a writer waits for readers to let go of the snapshot it replaced, so that it frees
+/// that snapshot itself. Readers hold one for microseconds; one held longer (a listing being
+/// encoded) is kept and freed by a later write.
+const RETIRE_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Default for Routes {
     fn default() -> Self {
@@ -69,7 +78,7 @@ impl fmt::Debug for Routes {
 impl Routes {
     /// Empty tables.
     pub fn new() -> Self {
-        Self { current: ArcSwap::from_pointee(RouteTable::new()), writer: Mutex::new(()) }
+        Self { current: ArcSwap::from_pointee(RouteTable::new()), writer: Mutex::new(Vec::new()) }
     }
 
     /// The current snapshot, for reads not covered below (or many reads on one consistent state).
@@ -79,11 +88,28 @@ impl Routes {
 
     /// Runs one mutation on a private copy of the table and publishes it.
     fn write<R>(&self, f: impl FnOnce(&mut RouteTable) -> R) -> R {
-        let _writer = self.writer.lock();
+        let mut retired = self.writer.lock();
         let mut next = RouteTable::clone(&self.current.load());
         let result = f(&mut next);
-        self.current.store(Arc::new(next));
+        let replaced = self.current.swap(Arc::new(next));
+        retired.push(replaced);
+        Self::retire(&mut retired);
         result
+    }
+
+    /// Frees the replaced snapshots no reader holds any more, on the writer's thread. Otherwise
+    /// the last reader of a snapshot would free it, and with it whatever the write replaced:
+    /// after a 50,000-topic table changed, ≈ 40 ms of freeing on a connection worker, in the
+    /// middle of the route reads it serves. Waits up to [`RETIRE_WAIT`] for readers to finish.
+    fn retire(retired: &mut Vec<Arc<RouteTable>>) {
+        let deadline = std::time::Instant::now() + RETIRE_WAIT;
+        loop {
+            retired.retain(|table| Arc::strong_count(table) > 1);
+            if retired.is_empty() || std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// REGISTER_BROKER. See [`RouteTable::register_broker`].
@@ -238,5 +264,39 @@ impl Routes {
     /// A connection closed (lock-free; decisions only). See [`RouteTable::on_connection_closed`].
     pub fn on_connection_closed(&self, conn: ConnId) -> Vec<UnregisterRequest> {
         self.current.load().on_connection_closed(conn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write (REGISTER_TOPIC for a broker group the table does not have: it changes nothing).
+    fn add_topic(routes: &Routes, topic: &str) {
+        let queues = QueueData {
+            broker_name: "broker-a".into(),
+            perm: 6,
+            read_queue_nums: 4,
+            topic_sys_flag: 0,
+            write_queue_nums: 4,
+        };
+        routes.register_topic(topic, vec![queues]);
+    }
+
+    #[test]
+    fn a_writer_frees_the_snapshot_it_replaced_not_its_last_reader() {
+        let routes = Routes::new();
+        add_topic(&routes, "T1");
+        let held = routes.snapshot();
+        add_topic(&routes, "T2");
+        // The reader still has the old table, so the writer kept a reference to it...
+        assert_eq!(Arc::strong_count(&held), 2);
+        assert_eq!(routes.writer.lock().len(), 1);
+        // ...and the reader letting go does not free it (no work on the reader's thread)...
+        drop(held);
+        assert_eq!(routes.writer.lock().len(), 1);
+        // ...the next write does.
+        add_topic(&routes, "T3");
+        assert!(routes.writer.lock().is_empty());
     }
 }
