@@ -378,7 +378,7 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(md, "- S2: S1 plus churn: every broker re-registers its whole table (DataVersion bumped) after a random 0–{} ms pause, in a loop.", z.churn_ms);
     let _ = writeln!(
         md,
-        "- S3: one broker registers {} topics {} times (the first adds them all; the others bump the DataVersion) while {} paced readers read S1 topics at {:.0} req/s in total; \
+        "- S3: one broker registers {} topics {} times (the first adds them all; each later one changes every topic's queue count, 8 ↔ 4, and bumps the DataVersion, so it is applied in full) while {} paced readers read S1 topics at {:.0} req/s in total; \
          reads sent or answered while a registration is in flight are \"during\".",
         z.big_topics, z.big_registrations, z.s3_conns, z.s3_rate
     );

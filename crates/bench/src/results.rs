@@ -122,7 +122,8 @@ pub struct S3 {
     pub first_apply_ms: f64,
     /// From sending the first registration to its last topic being readable, ms.
     pub visible_ms: Option<f64>,
-    /// Later registrations (same topics, DataVersion bumped): request to answer, ms.
+    /// Later registrations (same topics, every topic's queue count changed, DataVersion bumped):
+    /// request to answer, ms.
     pub rereg_ms: Vec<f64>,
     /// Reads sent or answered while a registration was in flight.
     pub reads_during: Summary,

@@ -100,12 +100,17 @@ impl RegistrationBody {
     /// The body of a broker serving `topics` (8 read / 8 write queues, perm 6, like Java's
     /// benchmark), as `BrokerOuterAPI#registerBrokerAll` encodes it (uncompressed JSON).
     pub fn new(topics: &[Arc<str>]) -> Self {
+        Self::with_queues(topics, 8)
+    }
+
+    /// [`RegistrationBody::new`] with `queues` read and write queues per topic.
+    pub fn with_queues(topics: &[Arc<str>], queues: i32) -> Self {
         let table = topics
             .iter()
             .map(|t| {
                 let cfg = TopicConfig {
-                    read_queue_nums: 8,
-                    write_queue_nums: 8,
+                    read_queue_nums: queues,
+                    write_queue_nums: queues,
                     perm: body::perm::READ | body::perm::WRITE,
                     ..TopicConfig::named(t.as_ref())
                 };
@@ -248,6 +253,11 @@ impl Registrar {
         Ok(start.elapsed())
     }
 
+    /// Serves `body` from the next registration on (the broker's topic table changed).
+    pub fn set_body(&mut self, body: Arc<RegistrationBody>) {
+        self.body = body;
+    }
+
     /// Closes the broker's connection.
     pub async fn close(&self) {
         self.client.close().await;
@@ -271,6 +281,11 @@ mod tests {
         let cfg = &w.topic_config_table[topics[7].as_ref()];
         assert_eq!((cfg.read_queue_nums, cfg.write_queue_nums, cfg.perm), (8, 8, 6));
         assert_eq!(cfg.topic_name.as_deref(), Some(topics[7].as_ref()));
+        let four = RegistrationBody::with_queues(&topics, 4).with_version(&v);
+        let decoded: RegisterBrokerBody = body::from_json(&four).expect("valid JSON body");
+        let cfg = &decoded.topic_config_serialize_wrapper.topic_config_table[topics[7].as_ref()];
+        assert_eq!((cfg.read_queue_nums, cfg.write_queue_nums), (4, 4));
+        assert_eq!(four.len(), bytes.len(), "the same size: the two S3 tables are comparable");
     }
 
     #[test]
