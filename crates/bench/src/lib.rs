@@ -5,6 +5,7 @@
 //! `ceiling` (a server answering every frame with one pre-encoded response). `bench/run` at the
 //! repository root builds them, fetches the peer nameservers and runs the suite.
 
+pub mod big;
 pub mod ceiling;
 pub mod chart;
 pub mod cpu;

@@ -6,27 +6,27 @@
 //! * S2 S1 plus registration churn (every broker re-registers its whole table after a random
 //!   0–`churn` ms pause, DataVersion bumped); registration latency under load.
 //! * S3 one broker registering `big_topics` topics, `big_registrations` times, while paced
-//!   readers run; reads while a registration is in flight vs. outside.
+//!   readers run; reads while a registration is in flight vs. outside ([`crate::big`]).
 //! * S4 RSS: empty, populated and idle, peak during S2, with S5's connections, at the end.
 //! * S5 many connected clients, some of them reading.
 //! * S6 start-up to the first answered request.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use client::{Client, ClientConfig, RouteOptions};
+use client::{Client, RouteOptions};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::big::BigBroker;
 use crate::cpu::{self, CpuMeter};
-use crate::load::{self, Fleet, Raised, Readers};
+use crate::load::{self, Fleet, Readers};
 use crate::raw::{self, Requests};
 use crate::server::{Kind, RssSampler, Server, Spec};
 use crate::stats::{Recorder, Summary};
-use crate::topology::{random_names, Registrar, RegistrationBody, Topology};
+use crate::topology::{RegistrationBody, Topology};
 
 pub use crate::results::{loadavg, EnvInfo, Report, ServerReport, Sizes, S2, S3, S5};
 
@@ -285,13 +285,7 @@ pub async fn run(
     }
 
     // S3, one server after the other.
-    let big_topics = random_names(sizes.seed ^ 0xB16, sizes.big_topics, "big");
-    // Two tables of the same topics (8 and 4 queues each): registrations alternate between
-    // them, so every one changes every topic and is applied in full (as Java always does).
-    let big_bodies = [
-        Arc::new(RegistrationBody::with_queues(&big_topics, 8)),
-        Arc::new(RegistrationBody::with_queues(&big_topics, 4)),
-    ];
+    let big = BigBroker::new(sizes);
     for live in &mut lives {
         if live.fleet.is_none() || !live.ok() {
             continue;
@@ -299,7 +293,7 @@ pub async fn run(
         gate(sizes, &pids, say).await;
         measuring.send_replace(true);
         let meter = CpuMeter::start(Some(live.server.pid), &pids);
-        let result = big_phase(live, sizes, &topology, &big_topics, &big_bodies).await;
+        let result = big.phase(&live.server.addr, sizes, &topology).await;
         live.report.cpu.push(meter.finish("S3"));
         measuring.send_replace(false);
         match result {
@@ -481,137 +475,6 @@ async fn churn_phase(
     Ok(s2)
 }
 
-/// S3: the big broker registers `sizes.big_registrations` times while paced readers run.
-async fn big_phase(
-    live: &mut Live,
-    sizes: &Sizes,
-    topology: &Topology,
-    big_topics: &[Arc<str>],
-    bodies: &[Arc<RegistrationBody>; 2],
-) -> anyhow::Result<S3> {
-    let addr = live.server.addr.clone();
-    let identity =
-        crate::topology::broker_identity("bench-big", "broker-big-0", "127.0.200.1:10911");
-    let registrar =
-        Registrar::new(&addr, identity.clone(), bodies[0].clone(), Duration::from_secs(120))?;
-    let probe = topology.topics[0].clone();
-    let clients = load::connect_clients(&addr, sizes.s3_conns, 64, &probe).await?;
-    let busy = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let readers = Readers {
-        depth: 1,
-        warmup: Duration::from_millis(500),
-        measure: Duration::from_secs(600),
-        rate_per_task: Some(sizes.s3_rate / sizes.s3_conns.max(1) as f64),
-        stop: Some(stop.clone()),
-    };
-    let reading = {
-        let (topics, busy) = (topology.topics.clone(), busy.clone());
-        tokio::spawn(
-            async move { load::run_readers(&clients, topics, &readers, Some(busy), 77).await },
-        )
-    };
-    // Baseline reads first.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let last = big_topics.last().cloned().context("no big topics")?;
-    let mut s3 = S3 { topics: bodies[0].topics(), body_bytes: bodies[0].len(), ..S3::default() };
-    // The big broker runs on a thread and runtime of its own, as a broker is a process of its
-    // own: its 10 MB writes must not hold up the readers' runtime, only the server.
-    let (registrations, bodies) = (sizes.big_registrations, bodies.clone());
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-    {
-        let (addr, busy) = (addr.clone(), busy.clone());
-        std::thread::Builder::new().name("big-broker".into()).spawn(move || {
-            let outcome = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("big broker runtime")
-                .and_then(|rt| {
-                    rt.block_on(big_registrations(
-                        &addr,
-                        registrar,
-                        &bodies,
-                        registrations,
-                        &busy,
-                        &last,
-                    ))
-                });
-            let _ = done_tx.send(outcome);
-        })?;
-    }
-    let outcome: anyhow::Result<()> = match done_rx.await.context("big broker thread")? {
-        Ok((first, visible, again)) => {
-            s3.first_apply_ms = first;
-            s3.visible_ms = visible;
-            s3.rereg_ms = again;
-            Ok(())
-        }
-        Err(e) => Err(e),
-    };
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let result = reading.await?;
-    // Take the big broker out again so later phases see the S1 population only.
-    let admin = Client::new(&addr)?;
-    let _ = admin.unregister_broker(&identity).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    outcome?;
-    s3.reads_during = result.flagged.summary(result.elapsed);
-    s3.reads_outside = result.unflagged.summary(result.elapsed);
-    Ok(s3)
-}
-
-/// The big broker's registrations (run on its own runtime): `n` times, 700 ms apart, its table
-/// alternating between `bodies`, `busy` raised while each is in flight. Returns the first's
-/// latency, when `last` became readable after it, and the others' latencies (ms).
-async fn big_registrations(
-    addr: &str,
-    mut registrar: Registrar,
-    bodies: &[Arc<RegistrationBody>; 2],
-    n: usize,
-    busy: &AtomicBool,
-    last: &Arc<str>,
-) -> anyhow::Result<(f64, Option<f64>, Vec<f64>)> {
-    let (mut first, mut visible, mut again) = (0.0, None, Vec::new());
-    for k in 0..n {
-        registrar.set_body(bodies[k % 2].clone());
-        let raised = Raised::new(busy);
-        let sent = Instant::now();
-        let poller = (k == 0).then(|| {
-            let (addr, last) = (addr.to_string(), last.clone());
-            tokio::spawn(async move { first_visible(&addr, &last, sent).await })
-        });
-        let took = registrar.register(true).await.context("big registration")?;
-        drop(raised);
-        if let Some(p) = poller {
-            first = ms(took);
-            visible = p.await.ok().flatten().map(ms);
-        } else {
-            again.push(ms(took));
-        }
-        tokio::time::sleep(Duration::from_millis(700)).await;
-    }
-    registrar.close().await;
-    Ok((first, visible, again))
-}
-
-/// Polls `topic` until it is readable (at most 120 s); the time since `since`.
-async fn first_visible(addr: &str, topic: &str, since: Instant) -> Option<Duration> {
-    let client = Client::with_config(
-        addr,
-        ClientConfig { request_timeout: Duration::from_secs(10), ..ClientConfig::default() },
-    )
-    .ok()?;
-    while since.elapsed() < Duration::from_secs(120) {
-        if client.get_route_body(topic, RouteOptions::default()).await.is_ok() {
-            let t = since.elapsed();
-            client.close().await;
-            return Some(t);
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    None
-}
-
 /// S5: many connected clients, some reading (one request in flight each).
 async fn many_clients_phase(
     live: &mut Live,
@@ -678,7 +541,7 @@ fn merged(parts: &[(Recorder, Duration)]) -> Option<Summary> {
     Some(all.summary(elapsed))
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
