@@ -25,6 +25,7 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct Lane {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    count: usize,
 }
 
 /// The lane was stopped (shutdown) before the job ran.
@@ -37,7 +38,8 @@ impl Lane {
     pub fn new(threads: usize, nice: i32) -> Self {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
-        let threads = (0..threads.max(1))
+        let count = threads.max(1);
+        let threads = (0..count)
             .map(|i| {
                 let rx = Arc::clone(&rx);
                 std::thread::Builder::new()
@@ -59,7 +61,12 @@ impl Lane {
                     .expect("spawn a registration lane thread")
             })
             .collect();
-        Self { tx: Mutex::new(Some(tx)), threads: Mutex::new(threads) }
+        Self { tx: Mutex::new(Some(tx)), threads: Mutex::new(threads), count }
+    }
+
+    /// How many threads the lane runs jobs on.
+    pub fn threads(&self) -> usize {
+        self.count
     }
 
     /// Runs `job` on the lane and waits for its result.
@@ -68,7 +75,11 @@ impl Lane {
         job: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, LaneStopped> {
         let (done, result) = oneshot::channel();
+        // The job runs in the caller's runtime context, so it reads the runtime's clock (the
+        // liveness stamps of lane and worker agree, also under a paused test clock).
+        let runtime = tokio::runtime::Handle::try_current().ok();
         let job: Job = Box::new(move || {
+            let _context = runtime.as_ref().map(tokio::runtime::Handle::enter);
             let _ = done.send(job());
         });
         {

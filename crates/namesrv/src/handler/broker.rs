@@ -408,7 +408,18 @@ mod tests {
         cmd
     }
 
-    #[tokio::test]
+    /// Yields until `done` holds; fails after 10 s of real time (a hang, not a slow machine).
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::task::yield_now().await;
+        }
+    }
+
+    // Paused time: the liveness clock moves only when the test advances it, and every wait is on
+    // an event (lane threads held, heartbeat stamped), so the machine's speed cannot matter.
+    #[tokio::test(start_paused = true)]
     async fn a_registration_waiting_for_the_lane_has_already_refreshed_its_broker() {
         let dir = tempfile::tempdir().expect("dir");
         let state = crate::build_state(Config {
@@ -421,28 +432,55 @@ mod tests {
         let first = registration(2_000, 1);
         assert!(first.body_bytes().len() > INLINE_REGISTER_BODY_LIMIT, "goes to the lane");
         assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);
-        let registered_at =
-            state.routes.snapshot().last_heartbeat("C", "10.0.0.1:10911").expect("live").0;
+        let heartbeat =
+            || state.routes.snapshot().last_heartbeat("C", "10.0.0.1:10911").expect("live").0;
+        let registered_at = heartbeat();
 
-        // Hold the lane, then send the next registration: it waits, yet its broker is refreshed.
-        let (hold, held) = std::sync::mpsc::channel::<()>();
-        let lane_state = Arc::clone(&state);
-        let blocker = tokio::spawn(async move {
-            lane_state.register_lane.run(move || held.recv_timeout(Duration::from_secs(10))).await
-        });
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        // Hold every lane thread, and know that they are held.
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let mut releases = Vec::new();
+        let mut blockers = Vec::new();
+        for _ in 0..state.register_lane.threads() {
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            releases.push(release);
+            let (lane_state, started_tx) = (Arc::clone(&state), started_tx.clone());
+            blockers.push(tokio::spawn(async move {
+                lane_state
+                    .register_lane
+                    .run(move || {
+                        let _ = started_tx.send(());
+                        held.recv_timeout(Duration::from_secs(60))
+                    })
+                    .await
+            }));
+        }
+        let mut held = 0;
+        until("the lane threads to be held", || {
+            held += started.try_iter().count();
+            held == releases.len()
+        })
+        .await;
+
+        // 50 ms later the next registration arrives: it waits, yet its broker is refreshed.
+        tokio::time::advance(Duration::from_millis(50)).await;
         let waiting = {
             let (state, conn, request) = (Arc::clone(&state), conn.clone(), registration(2_000, 2));
             tokio::spawn(async move { register(&state, &conn, &request).await })
         };
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        until("the queued registration to refresh its broker", || heartbeat() != registered_at)
+            .await;
+        assert_eq!(heartbeat(), registered_at + 50, "stamped at its arrival");
         assert!(!waiting.is_finished(), "queued behind the held lane");
-        let refreshed =
-            state.routes.snapshot().last_heartbeat("C", "10.0.0.1:10911").expect("live").0;
-        assert!(refreshed >= registered_at + 50, "{refreshed} vs {registered_at}");
 
-        hold.send(()).expect("release");
-        let _ = blocker.await;
+        for release in releases {
+            release.send(()).expect("release");
+        }
+        for blocker in blockers {
+            assert!(
+                blocker.await.expect("joined").expect("ran").is_ok(),
+                "released, not timed out"
+            );
+        }
         assert_eq!(waiting.await.expect("joined").expect("registered").code, 0);
     }
 }
