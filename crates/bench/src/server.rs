@@ -118,10 +118,12 @@ impl Server {
         let mut cmd = match spec.kind {
             Kind::Ours => {
                 let conf = dir.join("namesrv.properties");
+                // HTTP on (as deployed: metrics recorded, /metrics served) on a free port.
+                let http_port = free_port()?;
                 fs::write(
                     &conf,
                     format!(
-                        "listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
+                        "listenPort={port}\nbindAddress=127.0.0.1\nhttpListenPort={http_port}\nkvConfigPath={}\n",
                         kv.display()
                     ),
                 )?;

@@ -20,6 +20,22 @@ macro_rules! int_code {
                 }
             }
 
+            /// Every known code, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant,)*];
+
+            /// The Rust variant name (`GetRouteinfoByTopic`); `None` for `Unknown`.
+            pub const fn variant_name(self) -> Option<&'static str> {
+                match self {
+                    $(Self::$variant => Some(stringify!($variant)),)*
+                    Self::Unknown(_) => None,
+                }
+            }
+
+            /// The Java constant name (`GET_ROUTEINFO_BY_TOPIC`); `None` for `Unknown`.
+            pub fn java_name(self) -> Option<String> {
+                self.variant_name().map(screaming_snake)
+            }
+
             /// The code for a wire value; unknown values become `Unknown(v)`.
             pub const fn from_i32(v: i32) -> Self {
                 match v {
@@ -41,6 +57,19 @@ macro_rules! int_code {
             }
         }
     };
+}
+
+/// `GetRouteinfoByTopic` → `GET_ROUTEINFO_BY_TOPIC` (Java's constant names are the variant
+/// names split at each capital).
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
 }
 
 int_code! {
@@ -202,5 +231,25 @@ mod tests {
         assert_eq!(LanguageCode::from_name("java"), Some(LanguageCode::Java));
         assert_eq!(LanguageCode::from_u8(200), LanguageCode::Unknown(200));
         assert_eq!(LanguageCode::Unknown(200).to_u8(), 200);
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn java_names_are_the_variant_names_in_screaming_snake_case() {
+        assert_eq!(
+            RequestCode::GetRouteinfoByTopic.java_name().as_deref(),
+            Some("GET_ROUTEINFO_BY_TOPIC")
+        );
+        assert_eq!(
+            RequestCode::GetHasUnitSubUnunitTopicList.java_name().as_deref(),
+            Some("GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST")
+        );
+        assert_eq!(ResponseCode::TopicNotExist.java_name().as_deref(), Some("TOPIC_NOT_EXIST"));
+        assert_eq!(RequestCode::Unknown(7).java_name(), None);
+        assert!(RequestCode::ALL.iter().all(|c| RequestCode::from_i32(c.to_i32()) == *c));
     }
 }

@@ -188,6 +188,16 @@ pub struct UnregisterRequest {
     pub fence: Option<Fence>,
 }
 
+/// What a batch of unregistrations did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnregisterOutcome {
+    /// The NOTIFY_MIN_BROKER_ID_CHANGE messages Java would send.
+    pub notify: Vec<MinBrokerIdChange>,
+    /// Indices (into the batch) of the requests that removed a live broker (not skipped by
+    /// their fence, and the broker was live).
+    pub live_removed: Vec<usize>,
+}
+
 /// The live entry an expiry / connection-close unregistration was decided on. Applying the request
 /// does nothing unless that very entry is still the live one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

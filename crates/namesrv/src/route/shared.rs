@@ -37,8 +37,8 @@ use remoting::body::{
 use super::query::UnitKind;
 use super::table::RouteTable;
 use super::{
-    ConnId, MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome,
-    UnchangedRegistration, UnregisterRequest,
+    ConnId, RegisterBroker, RegisterError, RegisterOutcome, UnchangedRegistration,
+    UnregisterOutcome, UnregisterRequest,
 };
 
 /// The JSON form of a GET_ROUTEINFO_BY_TOPIC body.
@@ -150,12 +150,13 @@ impl Routes {
         self.current.load().prune_route_bodies()
     }
 
-    /// Applies a batch from the unregistration queue. See [`RouteTable::unregister_batch`].
-    pub fn apply_unregisters(&self, reqs: &[UnregisterRequest]) -> Vec<MinBrokerIdChange> {
+    /// Applies a batch from the unregistration queue. See
+    /// [`RouteTable::apply_unregister_batch`].
+    pub fn apply_unregisters(&self, reqs: &[UnregisterRequest]) -> UnregisterOutcome {
         if reqs.is_empty() {
-            return Vec::new();
+            return UnregisterOutcome::default();
         }
-        self.write(|t| t.unregister_batch(reqs))
+        self.write(|t| t.apply_unregister_batch(reqs))
     }
 
     /// The encoded GET_ROUTEINFO_BY_TOPIC body (cached). `None` ⇒ TOPIC_NOT_EXIST.

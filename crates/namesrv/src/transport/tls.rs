@@ -77,6 +77,8 @@ struct Active {
 pub struct TlsContext {
     settings: TlsSettings,
     current: ArcSwapOption<Active>,
+    /// Reloads that succeeded, and that failed.
+    reloads: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -101,18 +103,26 @@ impl TlsContext {
         } else {
             Some(Arc::new(build(&settings)?))
         };
-        Ok(TlsContext { settings, current: ArcSwapOption::new(current) })
+        Ok(TlsContext {
+            settings,
+            current: ArcSwapOption::new(current),
+            reloads: Default::default(),
+        })
     }
 
     /// A context whose mode is `disabled`: a TLS ClientHello closes the connection.
     pub fn disabled() -> Self {
-        TlsContext { settings: TlsSettings::disabled(), current: ArcSwapOption::empty() }
+        TlsContext {
+            settings: TlsSettings::disabled(),
+            current: ArcSwapOption::empty(),
+            reloads: Default::default(),
+        }
     }
 
     /// A context with `settings` but no acceptor: TLS connections are closed until a reload succeeds
     /// (Java's behaviour when the SSL context fails to build at start-up).
     pub fn without_acceptor(settings: TlsSettings) -> Self {
-        TlsContext { settings, current: ArcSwapOption::empty() }
+        TlsContext { settings, current: ArcSwapOption::empty(), reloads: Default::default() }
     }
 
     /// The TLS mode.
@@ -142,9 +152,23 @@ impl TlsContext {
         if self.settings.mode == TlsMode::Disabled {
             return Ok(());
         }
-        let active = build(&self.settings)?;
-        self.current.store(Some(Arc::new(active)));
-        Ok(())
+        match build(&self.settings) {
+            Ok(active) => {
+                self.current.store(Some(Arc::new(active)));
+                self.reloads.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.reloads.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
+    /// Reloads that succeeded and failed so far (the `tls_reloads_total` metric).
+    pub fn reload_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.reloads.0.load(Relaxed), self.reloads.1.load(Relaxed))
     }
 }
 
