@@ -346,7 +346,11 @@ impl StateGauges {
                 .map(|(ns, entries)| (ns, i64::try_from(entries.len()).unwrap_or(i64::MAX)))
                 .collect(),
             ready: state.readiness().is_ready(),
-            tls_reloads: state.tls.reload_counts(),
+            tls_reloads: {
+                use std::sync::atomic::Ordering::Relaxed;
+                let counts = state.tls.reloads();
+                (counts.succeeded.load(Relaxed), counts.failed.load(Relaxed))
+            },
             unregister_queue: i64::try_from(state.unregister_queue_len()).unwrap_or(i64::MAX),
         }
     }

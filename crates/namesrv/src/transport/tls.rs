@@ -77,8 +77,17 @@ struct Active {
 pub struct TlsContext {
     settings: TlsSettings,
     current: ArcSwapOption<Active>,
-    /// Reloads that succeeded, and that failed.
-    reloads: (std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64),
+    reloads: ReloadCounts,
+}
+
+/// How many reloads succeeded and failed since start (for metrics, and for tests to know that a
+/// reload was attempted).
+#[derive(Debug, Default)]
+pub struct ReloadCounts {
+    /// Reloads that swapped in a new acceptor.
+    pub succeeded: std::sync::atomic::AtomicU64,
+    /// Reloads that failed and kept the acceptor in force.
+    pub failed: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -106,23 +115,19 @@ impl TlsContext {
         Ok(TlsContext {
             settings,
             current: ArcSwapOption::new(current),
-            reloads: Default::default(),
+            reloads: ReloadCounts::default(),
         })
     }
 
     /// A context whose mode is `disabled`: a TLS ClientHello closes the connection.
     pub fn disabled() -> Self {
-        TlsContext {
-            settings: TlsSettings::disabled(),
-            current: ArcSwapOption::empty(),
-            reloads: Default::default(),
-        }
+        TlsContext::without_acceptor(TlsSettings::disabled())
     }
 
     /// A context with `settings` but no acceptor: TLS connections are closed until a reload succeeds
     /// (Java's behaviour when the SSL context fails to build at start-up).
     pub fn without_acceptor(settings: TlsSettings) -> Self {
-        TlsContext { settings, current: ArcSwapOption::empty(), reloads: Default::default() }
+        TlsContext { settings, current: ArcSwapOption::empty(), reloads: ReloadCounts::default() }
     }
 
     /// The TLS mode.
@@ -152,23 +157,18 @@ impl TlsContext {
         if self.settings.mode == TlsMode::Disabled {
             return Ok(());
         }
-        match build(&self.settings) {
-            Ok(active) => {
-                self.current.store(Some(Arc::new(active)));
-                self.reloads.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(())
-            }
-            Err(e) => {
-                self.reloads.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Err(e)
-            }
-        }
+        let counter = |c: &std::sync::atomic::AtomicU64| {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        let active = build(&self.settings).inspect_err(|_| counter(&self.reloads.failed))?;
+        self.current.store(Some(Arc::new(active)));
+        counter(&self.reloads.succeeded);
+        Ok(())
     }
 
-    /// Reloads that succeeded and failed so far (the `tls_reloads_total` metric).
-    pub fn reload_counts(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.reloads.0.load(Relaxed), self.reloads.1.load(Relaxed))
+    /// Reload outcomes since start.
+    pub fn reloads(&self) -> &ReloadCounts {
+        &self.reloads
     }
 }
 
