@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tracing::info;
 
+use crate::events::{EventKind, NewEvent};
 use crate::metrics::RemovalReason;
 use crate::shutdown::ShutdownTrigger;
 use crate::state::State;
@@ -72,7 +73,21 @@ async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutd
                 requests.extend(batch.iter().map(|(request, _)| request.clone()));
                 let outcome = state.routes.apply_unregisters(&requests);
                 for index in outcome.live_removed {
-                    state.metrics.brokers_removed(batch[index].1, 1);
+                    let (request, reason) = &batch[index];
+                    state.metrics.brokers_removed(*reason, 1);
+                    state.broker_versions.remove(&request.cluster_name, &request.broker_addr);
+                    let kind = match reason {
+                        RemovalReason::HeartbeatTimeout => EventKind::BrokerExpired,
+                        _ => EventKind::BrokerUnregistered,
+                    };
+                    state.event(
+                        NewEvent::new(kind, format!("reason {}", reason.label())).broker(
+                            &request.cluster_name,
+                            &request.broker_name,
+                            &request.broker_addr,
+                            request.broker_id,
+                        ),
+                    );
                 }
                 batch.clear();
                 requests.clear();

@@ -352,6 +352,13 @@ config_struct! {
     /// `/metrics` answers 404; the probes, API, dashboard and address server still work. Read
     /// once at start.
     metrics_enable: bool = "metricsEnable", true;
+    /// `httpNamesrvAddr`: the nameserver list the address server answers at
+    /// `GET /rocketmq/nsaddr` (and `/rocketmq/<any subgroup>`), `;`-separated `host:port` as in
+    /// a client's `namesrvAddr`; the Java client fetches it when started with
+    /// `-Drocketmq.namesrv.domain=<this host>:<httpListenPort>`. Unset (the default): this
+    /// server's own remoting address (`bindAddress`, or the address the HTTP request came in on
+    /// when that is a wildcard, and the remoting port). Dynamic: an update applies at once.
+    http_namesrv_addr: Option<String> = "httpNamesrvAddr", None;
 }
 
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).

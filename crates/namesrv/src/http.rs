@@ -1,19 +1,26 @@
 //! The HTTP listener (axum, on the server's own tokio runtime): Prometheus metrics at
-//! `/metrics`, liveness at `/healthz`, readiness at `/readyz`. Every error is JSON
-//! (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
+//! `/metrics`, liveness at `/healthz`, readiness at `/readyz`, the JSON API under `/api/v1/`
+//! (`api.rs`), the address server at `/rocketmq/<subgroup>` (`nsaddr.rs`). Every error is
+//! JSON (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
 //!
 //! Architecture invariant: HTTP handlers only read (`State` snapshots, the metrics, the event
 //! ring); nothing here changes the route tables or the KV store.
 
+mod api;
+mod nsaddr;
+
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::connect_info::Connected;
 use axum::extract::{MatchedPath, Request, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::IncomingStream;
 use axum::{Json, Router};
 use serde::Serialize;
 use tokio::net::TcpListener;
@@ -40,7 +47,8 @@ pub async fn serve(
         info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
     }
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+    let service = router(state).into_make_service_with_connect_info::<HttpPeer>();
+    let server = axum::serve(listener, service).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stopped_tx.send(());
     });
@@ -64,10 +72,27 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr))
+        .merge(api::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), count_request))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+}
+
+/// Both ends of an HTTP connection (the address server answers with the local one).
+#[derive(Debug, Clone, Copy)]
+pub struct HttpPeer {
+    /// The address the client connected to.
+    pub local: Option<SocketAddr>,
+    /// The client.
+    pub remote: SocketAddr,
+}
+
+impl Connected<IncomingStream<'_, TcpListener>> for HttpPeer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Self { local: stream.io().local_addr().ok(), remote: *stream.remote_addr() }
+    }
 }
 
 /// A JSON error answer.

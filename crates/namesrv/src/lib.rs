@@ -7,6 +7,7 @@ mod background;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
+pub mod events;
 pub mod handler;
 pub mod http;
 pub mod kv;
@@ -20,6 +21,7 @@ pub mod server;
 pub mod shutdown;
 pub mod state;
 pub mod transport;
+pub mod versions;
 
 use std::future::Future;
 use std::path::Path;

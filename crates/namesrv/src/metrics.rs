@@ -26,7 +26,10 @@ mod requests;
 mod striped;
 
 pub use process::{ProcessCollector, ProcessStats};
-pub use requests::{RequestResult, RequestStats, REQUEST_BUCKETS};
+pub use requests::{
+    Bucket, RequestDurations, RequestResult, RequestSnapshot, RequestStats, RequestTotal,
+    REQUEST_BUCKETS,
+};
 pub use striped::{DurationHistogram, Striped};
 
 use prometheus_client::metrics::counter::Counter;
@@ -247,6 +250,9 @@ impl Metrics {
     /// Counts a route body served from the cache (`hit`) or encoded for the request.
     #[inline]
     pub fn route_cache_lookup(&self, hit: bool) {
+        if !self.enabled {
+            return;
+        }
         if hit {
             self.route_cache_hit.inc();
         } else {

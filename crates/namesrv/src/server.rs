@@ -41,6 +41,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let Listeners { remoting: listener, http } = listeners.into();
+    if let Ok(addr) = listener.local_addr() {
+        state.set_remoting_addr(addr);
+    }
     let (http_trigger, mut http_shutdown) = shutdown::channel();
     let http_task =
         http.map(|http| {
@@ -110,6 +113,7 @@ pub async fn serve(
     }
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
+    state.events.close();
     http_trigger.trigger();
     if let Some(task) = http_task {
         let _ = task.await;

@@ -62,6 +62,12 @@ pub struct State {
     pub tls: Arc<TlsContext>,
     /// Every Prometheus metric (see `metrics.rs`).
     pub metrics: Metrics,
+    /// Recent changes, for the API and its live stream (see `events.rs`).
+    pub events: crate::events::Events,
+    /// The version each live broker registered with.
+    pub broker_versions: crate::versions::BrokerVersions,
+    /// The remoting listener's address, once serving (the address server's default answer).
+    remoting_addr: std::sync::OnceLock<SocketAddr>,
     /// A [`Readiness`] as a byte.
     readiness: AtomicU8,
     unregister_tx: mpsc::Sender<QueuedUnregister>,
@@ -93,6 +99,9 @@ impl State {
             kv: Arc::new(kv),
             tls: Arc::new(tls),
             metrics: Metrics::new(snapshot.metrics_enable),
+            events: crate::events::Events::default(),
+            broker_versions: crate::versions::BrokerVersions::default(),
+            remoting_addr: std::sync::OnceLock::new(),
             readiness: AtomicU8::new(Readiness::Starting as u8),
             unregister_tx,
             unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
@@ -167,6 +176,20 @@ impl State {
 
     pub(crate) fn set_readiness(&self, readiness: Readiness) {
         self.readiness.store(readiness as u8, Ordering::Relaxed);
+    }
+
+    /// Records an event at the current liveness-clock time.
+    pub fn event(&self, event: crate::events::NewEvent) {
+        self.events.record(event, self.now_ms());
+    }
+
+    /// The remoting listener's address (set when serving starts).
+    pub fn remoting_addr(&self) -> Option<SocketAddr> {
+        self.remoting_addr.get().copied()
+    }
+
+    pub(crate) fn set_remoting_addr(&self, addr: SocketAddr) {
+        let _ = self.remoting_addr.set(addr);
     }
 
     /// Unregistrations queued and not yet applied.

@@ -96,6 +96,16 @@ async fn the_scrape_follows_registrations_and_expiry() {
         Some(1.0)
     );
     assert_eq!(s.value("rocketmq_namesrv_broker_groups", &[]), Some(2.0));
+    let events = server.get("/api/v1/events").await.json();
+    let expired: Vec<&serde_json::Value> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["kind"] == "broker_expired")
+        .collect();
+    assert_eq!(expired.len(), 1, "{events}");
+    assert_eq!(expired[0]["brokerName"], "broker-c");
+    assert_eq!(expired[0]["detail"], "reason heartbeat_timeout");
 }
 
 #[tokio::test]

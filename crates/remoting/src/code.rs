@@ -205,6 +205,22 @@ pub mod version {
     pub const HIGHER_VERSION: i32 = 612;
     /// The version this server claims in its responses (Java `MQVersion.CURRENT_VERSION`).
     pub const CURRENT: i32 = V5_3_3;
+
+    /// The release an ordinal stands for, for display: `"5.3.3"`, `"4.9.4-SNAPSHOT"`; `None`
+    /// before 4.0.0 (3.x ordinals are irregular) and past 5.9.9. From 4.0.0 on `MQVersion`
+    /// has a SNAPSHOT and a release per patch level, ten patch levels per minor, and 4.9.9 is
+    /// followed by 5.0.0.
+    pub fn name(ordinal: i32) -> Option<String> {
+        let (major, base) = match ordinal {
+            V4_0_0..V5_0_0 => (4, V4_0_0),
+            V5_0_0..HIGHER_VERSION => (5, V5_0_0),
+            _ => return None,
+        };
+        let step = ordinal - base;
+        let level = (step + 1) / 2;
+        let snapshot = if step % 2 == 1 { "-SNAPSHOT" } else { "" };
+        Some(format!("{major}.{}.{}{snapshot}", level / 10, level % 10))
+    }
 }
 
 #[cfg(test)]
@@ -251,5 +267,18 @@ mod name_tests {
         assert_eq!(ResponseCode::TopicNotExist.java_name().as_deref(), Some("TOPIC_NOT_EXIST"));
         assert_eq!(RequestCode::Unknown(7).java_name(), None);
         assert!(RequestCode::ALL.iter().all(|c| RequestCode::from_i32(c.to_i32()) == *c));
+    }
+
+    #[test]
+    fn version_ordinals_name_their_release() {
+        use version::*;
+        assert_eq!(name(V5_3_3).as_deref(), Some("5.3.3"));
+        assert_eq!(name(V4_9_3).as_deref(), Some("4.9.3"));
+        assert_eq!(name(V4_9_4).as_deref(), Some("4.9.4"));
+        assert_eq!(name(V4_9_4 - 1).as_deref(), Some("4.9.4-SNAPSHOT"));
+        assert_eq!(name(V4_5_2).as_deref(), Some("4.5.2"));
+        assert_eq!(name(V5_4_0).as_deref(), Some("5.4.0"));
+        assert_eq!(name(V5_0_0).as_deref(), Some("5.0.0"));
+        assert_eq!(name(V3_4_9), None);
     }
 }

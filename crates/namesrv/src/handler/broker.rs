@@ -22,6 +22,7 @@ use xxhash_rust::xxh3::Xxh3;
 use super::{success, success_json};
 use crate::config::Config;
 use crate::dispatch::{HandlerError, HandlerResult};
+use crate::events::{EventKind, NewEvent};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::metrics::{RegistrationOutcome, RemovalReason};
 use crate::route::{
@@ -99,6 +100,12 @@ pub async fn register(
 fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
     let started = std::time::Instant::now();
     let (result, outcome) = register_counted(state, conn, request);
+    if matches!(outcome, RegistrationOutcome::Applied | RegistrationOutcome::Unchanged) {
+        if let (Some(cluster), Some(addr)) = (request.ext("clusterName"), request.ext("brokerAddr"))
+        {
+            state.broker_versions.set(cluster, addr, request.version);
+        }
+    }
     state.metrics.registration(outcome);
     state.metrics.registration_apply.observe(started.elapsed());
     result
@@ -191,6 +198,16 @@ fn register_counted(
             RegistrationOutcome::Refused,
         );
     };
+    let was_live = state.routes.snapshot().last_heartbeat(&cluster, &broker_addr).is_some();
+    let event = NewEvent::new(
+        if was_live { EventKind::BrokerReregistered } else { EventKind::BrokerRegistered },
+        format!(
+            "{} topics, data version {}",
+            body.topic_config_serialize_wrapper.topic_config_table.len(),
+            body.topic_config_serialize_wrapper.data_version.counter
+        ),
+    )
+    .broker(&cluster, &broker_name, &broker_addr, Some(broker_id));
     let registration = RegisterBroker {
         cluster,
         broker_addr,
@@ -208,6 +225,7 @@ fn register_counted(
     };
     match state.routes.register_broker(registration, state.now_ms(), delete_topics) {
         Ok(outcome) => {
+            state.event(event);
             (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
         }
         Err(e) => {
@@ -379,6 +397,7 @@ pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResul
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
     let count = header.broker_name.as_deref().map_or(0, |name| state.routes.wipe_write_perm(name));
     info!(broker = ?header.broker_name, count, "wiped write permission");
+    state.event(perm_event(EventKind::WritePermWiped, header.broker_name.as_deref(), count));
     Ok(success()
         .with_header(&WipeWritePermOfBrokerResponseHeader { wipe_topic_count: Some(count) }))
 }
@@ -389,7 +408,15 @@ pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
     let count = header.broker_name.as_deref().map_or(0, |name| state.routes.add_write_perm(name));
     info!(broker = ?header.broker_name, count, "added write permission");
+    state.event(perm_event(EventKind::WritePermAdded, header.broker_name.as_deref(), count));
     Ok(success().with_header(&AddWritePermOfBrokerResponseHeader { add_topic_count: Some(count) }))
+}
+
+/// The event of a write-permission change of broker group `name` touching `count` topics.
+fn perm_event(kind: EventKind, name: Option<&str>, count: i32) -> NewEvent {
+    let mut event = NewEvent::new(kind, format!("{count} topics"));
+    event.broker_name = name.map(str::to_owned);
+    event
 }
 
 /// 901: the addresses of a broker group. Java keeps the placeholder remark on success.

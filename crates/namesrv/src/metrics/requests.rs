@@ -59,6 +59,41 @@ static SLOT_OF_CODE: LazyLock<Box<[u8]>> = LazyLock::new(|| {
     table
 });
 
+/// Request counts and latencies, as the JSON API serves them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RequestSnapshot {
+    pub totals: Vec<RequestTotal>,
+    pub durations: Vec<RequestDurations>,
+}
+
+/// Requests of one code with one result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RequestTotal {
+    pub code: String,
+    pub request: String,
+    pub result: String,
+    pub count: u64,
+}
+
+/// The latency histogram of one request code (cumulative buckets, +Inf left out: it is
+/// `count`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestDurations {
+    pub code: String,
+    pub request: String,
+    pub count: u64,
+    pub sum_seconds: f64,
+    pub buckets: Vec<Bucket>,
+}
+
+/// Observations at most `le` seconds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Bucket {
+    pub le: f64,
+    pub count: u64,
+}
+
 /// How a request ended, for the `result` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestResult {
@@ -129,6 +164,48 @@ impl RequestStats {
                     .get_or_create_owned(&[("code", code.as_str()), ("request", name.as_str())])
             })
             .observe(elapsed);
+    }
+
+    /// Every (code, result) seen so far with its count, and every code's latency histogram
+    /// (for the JSON API and the dashboard).
+    pub fn snapshot(&self) -> RequestSnapshot {
+        let results = RESULTS.len();
+        let totals = self
+            .total_handles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, handle)| {
+                let counter = handle.get()?;
+                let (code, request) = &REQUESTS[i / results];
+                Some(RequestTotal {
+                    code: code.clone(),
+                    request: request.clone(),
+                    result: RESULTS[i % results].clone(),
+                    count: counter.get(),
+                })
+            })
+            .collect();
+        let durations = self
+            .duration_handles
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, handle)| {
+                let (sum_seconds, count, buckets) = handle.get()?.snapshot();
+                let (code, request) = &REQUESTS[slot];
+                Some(RequestDurations {
+                    code: code.clone(),
+                    request: request.clone(),
+                    count,
+                    sum_seconds,
+                    buckets: buckets
+                        .into_iter()
+                        .filter(|(le, _)| le.is_finite())
+                        .map(|(le, count)| Bucket { le, count })
+                        .collect(),
+                })
+            })
+            .collect();
+        RequestSnapshot { totals, durations }
     }
 
     /// Requests counted so far with this code and result (tests, the dashboard).

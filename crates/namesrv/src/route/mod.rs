@@ -10,7 +10,7 @@
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
 //! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cow.rs` (the
 //! sharded copy-on-write map behind the topic table), `cache.rs` (per-topic encoded bodies),
-//! `shared.rs` ([`Routes`]).
+//! `shared.rs` ([`Routes`]), `view.rs` (read-only views for the operations API).
 //!
 //! Deliberate departures from Java (none visible on the wire for a well-behaved broker):
 //! * Unregistrations produced by expiry or connection close are fenced with the generation of the
@@ -35,10 +35,12 @@ mod table;
 #[cfg(test)]
 mod tests;
 mod unregister;
+mod view;
 
 pub use query::{zone_filter, UnitKind};
 pub use shared::{RouteForm, Routes};
 pub use table::RouteTable;
+pub use view::{BrokerRow, LiveRow, TopicFilter, TopicPage};
 
 use remoting::body::{DataVersion, TopicConfigAndMappingSerializeWrapper};
 

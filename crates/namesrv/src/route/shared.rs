@@ -169,13 +169,24 @@ impl Routes {
         self.current.load().route_body(topic, form, support_acting_master)
     }
 
-    /// [`Routes::route_body`], borrowed from the current snapshot for the length of `f`.
+    /// See [`RouteTable::lookup_route_body`].
+    pub fn lookup_route_body(
+        &self,
+        topic: &str,
+        form: RouteForm,
+        support_acting_master: bool,
+    ) -> (Option<Bytes>, bool) {
+        self.current.load().lookup_route_body(topic, form, support_acting_master)
+    }
+
+    /// [`Routes::route_body`], borrowed from the current snapshot for the length of `f` (which
+    /// also learns whether the body was cached).
     pub fn with_route_body<R>(
         &self,
         topic: &str,
         form: RouteForm,
         support_acting_master: bool,
-        f: impl FnOnce(Option<&[u8]>) -> R,
+        f: impl FnOnce(Option<&[u8]>, bool) -> R,
     ) -> R {
         self.current.load().with_route_body(topic, form, support_acting_master, f)
     }
@@ -200,6 +211,11 @@ impl Routes {
         if self.current.load().topics.contains_key(topic) {
             self.write(|t| t.delete_topic(topic, cluster));
         }
+    }
+
+    /// Whether `topic` has a route (any queue).
+    pub fn contains_topic(&self, topic: &str) -> bool {
+        self.current.load().topics.contains_key(topic)
     }
 
     /// REGISTER_TOPIC_IN_NAMESRV. See [`RouteTable::register_topic`] (its result is only logged).
