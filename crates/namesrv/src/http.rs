@@ -1,12 +1,14 @@
 //! The HTTP listener (axum, on the server's own tokio runtime): Prometheus metrics at
 //! `/metrics`, liveness at `/healthz`, readiness at `/readyz`, the JSON API under `/api/v1/`
-//! (`api.rs`), the address server at `/rocketmq/<subgroup>` (`nsaddr.rs`). Every error is
+//! (`api.rs`), the address server at `/rocketmq/<subgroup>` (`nsaddr.rs`), the dashboard at
+//! `/` (`dashboard.rs`). Every error is
 //! JSON (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
 //!
 //! Architecture invariant: HTTP handlers only read (`State` snapshots, the metrics, the event
 //! ring); nothing here changes the route tables or the KV store.
 
 mod api;
+mod dashboard;
 mod nsaddr;
 
 use std::future::Future;
@@ -69,6 +71,9 @@ pub async fn serve(
 /// Every route of the HTTP listener.
 pub fn router(state: Arc<State>) -> Router {
     Router::new()
+        .route("/", get(dashboard::index))
+        .route("/assets/app.js", get(dashboard::script))
+        .route("/assets/style.css", get(dashboard::style))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

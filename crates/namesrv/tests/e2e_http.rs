@@ -225,3 +225,35 @@ async fn metrics_enable_false_serves_no_metrics_but_the_probes() {
     assert_eq!(metrics.json()["message"], "metrics are disabled (metricsEnable=false)");
     assert_eq!(server.get("/healthz").await.status, 200);
 }
+
+#[tokio::test]
+async fn the_dashboard_is_served_from_the_binary_with_nothing_from_elsewhere() {
+    let server = TestServer::start_with_http(|_| {}).await;
+    let page = server.get("/").await;
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(page.body.contains(r#"<script src="/assets/app.js">"#), "{}", page.body);
+    for (path, content_type) in [
+        ("/assets/app.js", "text/javascript; charset=utf-8"),
+        ("/assets/style.css", "text/css; charset=utf-8"),
+    ] {
+        let asset = server.get(path).await;
+        assert_eq!((asset.status, asset.header("content-type")), (200, Some(content_type)));
+        assert!(asset.body.len() > 500, "{path}");
+    }
+    // No CDN, no remote font, no fetch from another origin.
+    for path in ["/", "/assets/app.js", "/assets/style.css"] {
+        let body = server.get(path).await.body.replace(' ', "");
+        for remote in [
+            "src=\"http",
+            "href=\"http",
+            "url(http",
+            "@import",
+            "fetch(\"http",
+            "EventSource(\"http",
+            "//cdn",
+        ] {
+            assert!(!body.contains(remote), "{path} loads from elsewhere: {remote}");
+        }
+    }
+}
