@@ -14,14 +14,15 @@ pub mod kv;
 pub mod lane;
 pub mod listen;
 pub mod metrics;
-mod persist;
-pub mod properties;
 pub mod route;
 pub mod server;
 pub mod shutdown;
 pub mod state;
 pub mod transport;
 pub mod versions;
+
+pub(crate) use conf::persist;
+pub use conf::properties;
 
 use std::future::Future;
 use std::path::Path;
