@@ -257,3 +257,66 @@ async fn the_dashboard_is_served_from_the_binary_with_nothing_from_elsewhere() {
         }
     }
 }
+
+#[tokio::test]
+async fn every_metric_of_the_grafana_dashboard_is_exposed() {
+    let dashboard = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../deploy/grafana/rocketmq-namesrv.json"),
+    )
+    .expect("dashboard JSON");
+    let parsed: serde_json::Value = serde_json::from_str(&dashboard).expect("valid JSON");
+    assert!(parsed["panels"].as_array().is_some_and(|p| p.len() > 10));
+
+    // Exercise every family: a registration, reads, an unregistration, a refused connection.
+    let server = TestServer::start_with_http(|_| {}).await;
+    let mut conn = server.connect().await;
+    let b = broker("broker-a", "10.0.0.1:10911", 60_000);
+    assert_eq!(conn.register(&b, &["T1", "T2"]).await.code, 0);
+    let stays = broker("broker-b", "10.0.0.2:10911", 60_000);
+    assert_eq!(conn.register(&stays, &["T1", "T2"]).await.code, 0);
+    assert!(conn.route("T1").await.is_some());
+    conn.put_kv("NS", "k", "v").await;
+    assert_eq!(conn.call(b.request(RequestCode::UnregisterBroker, None)).await.code, 0);
+    let mut bad = common::RawConn::connect(server.addr).await;
+    bad.write(b"PROXY nonsense\r\n").await;
+    assert!(bad.is_closed_by_server().await);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = server.get("/metrics").await.body;
+        if text.contains("rocketmq_namesrv_brokers_removed_total{") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no removal counted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let exposed: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let mut referenced = std::collections::BTreeSet::new();
+    for prefix in ["rocketmq_namesrv_", "process_"] {
+        for (i, _) in dashboard.match_indices(prefix) {
+            let name: String = dashboard[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            referenced.insert(name);
+        }
+    }
+    for name in &referenced {
+        let family =
+            ["_bucket", "_total"].iter().fold(name.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n));
+        let family = if name.ends_with("_total") && !exposed.contains(family) {
+            name.as_str()
+        } else {
+            family
+        };
+        assert!(
+            exposed.contains(family) || exposed.contains(name.as_str()),
+            "{name} is on the dashboard but not in the scrape:\n{text}"
+        );
+    }
+    assert!(referenced.len() > 15, "{referenced:?}");
+}
