@@ -227,6 +227,23 @@ async fn print_config_item_prints_listen_port_and_exits_zero() {
     assert!(stdout.lines().any(|l| l == "enableTopicList=true"), "{stdout}");
 }
 
+/// Runs the binary with `-c config`, expects it to exit non-zero in time; its stderr.
+async fn failed_start(config: &Path) -> String {
+    let output = tokio::time::timeout(
+        PROCESS_TIMEOUT,
+        Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+            .arg("-c")
+            .arg(config)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("run mqnamesrv");
+    assert!(!output.status.success(), "{}: {:?}", config.display(), output.status);
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[tokio::test]
 async fn bad_value_in_config_file_exits_non_zero_naming_the_key() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -237,19 +254,7 @@ async fn bad_value_in_config_file_exits_non_zero_naming_the_key() {
     ] {
         let path = dir.path().join("bad.properties");
         std::fs::write(&path, text).expect("write config");
-        let output = tokio::time::timeout(
-            PROCESS_TIMEOUT,
-            Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
-                .arg("-c")
-                .arg(&path)
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("exits in time")
-        .expect("run mqnamesrv");
-        assert!(!output.status.success(), "{text:?}: {:?}", output.status);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = failed_start(&path).await;
         assert!(stderr.contains(key), "{text:?}: stderr names {key}: {stderr}");
     }
 }
@@ -343,19 +348,7 @@ async fn a_taken_http_port_stops_start_up_naming_the_key() {
         ),
     )
     .expect("write config");
-    let output = tokio::time::timeout(
-        PROCESS_TIMEOUT,
-        Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
-            .arg("-c")
-            .arg(&config)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("exits in time")
-    .expect("run mqnamesrv");
-    assert!(!output.status.success(), "{:?}", output.status);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = failed_start(&config).await;
     assert!(stderr.contains("httpListenPort"), "{stderr}");
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     drop(taken);
