@@ -34,8 +34,9 @@ class SetupError(Exception):
 
 # A RocketMQ broker refuses every write (code 14, "the broker's disk is full") once the disk
 # holding its store is 90 % used; 5.x caps the warning level (rocketmq.broker.diskSpaceWarningLevelRatio,
-# in 5.5.0 also the broker key diskSpaceWarningLevelRatio) at 0.90, so no setting lifts it. The stores are small and thrown away after the run, so they go to a
-# tmpfs when there is one with room, and the disk they land on is checked before a broker starts.
+# in 5.5.0 also the broker key diskSpaceWarningLevelRatio) at 0.90, so no setting lifts it. The
+# stores are small and thrown away after the run, so they go to a tmpfs when there is one with
+# room, and the disk they land on is checked before a broker starts.
 BROKER_DISK_FULL = 0.90
 SHM = "/dev/shm"
 
@@ -315,6 +316,10 @@ class Broker:
         self.dir = os.path.join(env.rundir, "broker-" + key)
         # Extra JVM options, e.g. -Dtls.enable=true (its own connections to nameservers over TLS).
         self.jvm_extra = []
+        # broker.conf keys replacing the defaults below, and a command prefix for its JVM
+        # (reliability/run runs a broker inside a network namespace with `ip netns exec NS`).
+        self.conf_overrides = {}
+        self.argv_prefix = []
         self.proc = None
         self.starts = 0
 
@@ -350,6 +355,7 @@ class Broker:
             "autoCreateTopicEnable": "false",
             "diskMaxUsedSpaceRatio": 95,
         }
+        lines.update(self.conf_overrides)
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
             for k, v in lines.items():
@@ -360,7 +366,7 @@ class Broker:
         self.starts += 1
         conf = self.write_conf(namesrv_addr)
         lib = self.env.artifacts.libdir(self.gen)
-        argv = [java_bin(), "-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m",
+        argv = self.argv_prefix + [java_bin(), "-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m",
                 "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "--add-opens", "java.base/java.nio=ALL-UNNAMED",
                 "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
