@@ -23,12 +23,16 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from suite import s1_restart, s6_hostile  # noqa: E402
+from suite import s1_restart, s2_partition, s3_storm, s4_killloop, s5_diskfull, s6_hostile  # noqa: E402
 from suite.base import CACHE, CLEANUP, ROOT, T0, Ctx, Fail, say  # noqa: E402
 from suite.world import JAVA_NS_OPTS, World  # noqa: E402
 
 SCENARIOS = {
     1: s1_restart,
+    2: s2_partition,
+    3: s3_storm,
+    4: s4_killloop,
+    5: s5_diskfull,
     6: s6_hostile,
 }
 # Bound of each scenario (seconds); the run's own limit is RELIABILITY_TIMEOUT.

@@ -305,9 +305,10 @@ def _send_and_wait(addr, frames, timeout):
 def _answers(results):
     codes = {}
     for code, remark, _ in results:
-        k = "%s %s" % (code, remark[:60]) if code not in (0, None) else str(code)
+        k = str(code)
         codes[k] = codes.get(k, 0) + 1
-    return {"answers": codes, "slowest answer (s)": round(max(r[2] for r in results), 1)}
+    return {"answers": codes, "first remark": results[0][1] if results else "",
+            "slowest answer (s)": round(max(r[2] for r in results), 1)}
 
 
 def zlib_bomb(addr, n=4, inflated=1 << 30):

@@ -13,7 +13,7 @@ import time
 from harness.fixture import route, route_queues
 
 from .base import JAVA, OURS, OURS_NOSNAP, OURS_SNAP, Fail, fmt_ms, fmt_s, say
-from .world import TOPIC_NOT_EXIST, NameServer, errors_of, fleet, parse_sends, readers, shape_args
+from .world import TOPIC_NOT_EXIST, NameServer, errors_of, first_sweep_text, fleet, parse_sends, readers, shape_args
 
 TITLE = "Restart under load: TOPIC_NOT_EXIST, failed sends, time to full routes (graceful, kill -9)"
 TOPIC = "RelRestart"
@@ -141,9 +141,7 @@ def trial(w, c, col, ns, mode, rd, running, fresh):
     c.fig("%s: failed sends of the running producer" % m, col, "%d of %d" % (len(r_failed), len(r_sends)))
     c.fig("%s: every route back (after serving)" % m, col,
           fmt_s(back_s) if back_s is not None else "not within %d s" % WINDOW_S)
-    if first_sweep:
-        c.fig("%s: routes complete in the first sweep after start" % m, col,
-              "%d of %d" % (first_sweep["complete"], first_sweep["checked"]))
+    c.fig("%s: routes complete in the first sweep after start" % m, col, first_sweep_text(first_sweep, t_up))
     if f_failed:
         c.note("%s %s: first failed new-producer send: %s" % (col, m, f_failed[0]["detail"][:160]))
 
@@ -155,8 +153,9 @@ def trial(w, c, col, ns, mode, rd, running, fresh):
             % (col, m, len(r_failed), len(r_sends)))
     if col == OURS_SNAP:
         c.check(tne + tne_sweep == 0, "%s %s: zero TOPIC_NOT_EXIST after the restart (got %d)" % (col, m, tne + tne_sweep))
-        c.check(first_sweep is not None and first_sweep["complete"] == first_sweep["checked"],
-                "%s %s: every route complete in the first sweep after start" % (col, m))
+        c.check(first_sweep is not None and first_sweep["complete"] == first_sweep["checked"]
+                and first_sweep["t0"] / 1000.0 - t_up <= 2,
+                "%s %s: every route complete in the first sweep after start (%s)" % (col, m, first_sweep_text(first_sweep, t_up)))
         c.check(f_sends and not f_failed, "%s %s: new producers sent without a failure after the restart (%d of %d failed)"
                 % (col, m, len(f_failed), len(f_sends)))
     elif col == OURS:

@@ -16,9 +16,22 @@ SHAPE = shape_args(4, 10, 500)
 P99_MS = float(os.environ.get("RELIABILITY_P99_MS", "100"))
 MIB = 1024
 
-# Config keys of the resource caps (issue #13, being built on branch `resil`): a case's memory
-# bound comes from its cap when this build has it; the check is pending otherwise.
-CAP_KEYS = {}
+# Config keys of the resource caps of #13. When the build under test has a case's cap, the case
+# sets it (to a value the attack exceeds) and checks that it holds; else the cap's checks are
+# pending and the case's memory bound is a fixed one.
+CAP_KEYS = {
+    "conn_cap": "serverMaxConnections",
+    "frame_deadline": "serverFrameTimeoutSeconds",
+    "partial_budget": "serverMaxPendingFrameBytes",
+    "queued_cap": "serverConnectionMaxPendingResponseBytes",
+    "inflate_cap": "registerBodyMaxInflatedBytes",
+    "topics_cap": "registerBrokerMaxTopics",
+    "kv_value_cap": "kvConfigMaxValueBytes",
+}
+CONN_CAP = 2000
+FRAME_DEADLINE_S = 5
+PARTIAL_BUDGET_MIB = 256
+SLACK_MIB = 128
 
 
 def cap(w, name):
@@ -27,15 +40,43 @@ def cap(w, name):
     return key if key and w.has(key) else None
 
 
-def idle(c, col, r, w):
+def props_for(w, key):
+    """Properties our server runs a case with: the case's cap set low enough to trigger."""
+    if key == "idle" and cap(w, "conn_cap"):
+        return {cap(w, "conn_cap"): CONN_CAP}
+    if key == "slow" and cap(w, "frame_deadline"):
+        return {cap(w, "frame_deadline"): FRAME_DEADLINE_S}
+    if key == "huge" and cap(w, "partial_budget"):
+        return {cap(w, "partial_budget"): PARTIAL_BUDGET_MIB << 20}
+    return {}
+
+
+def bound_for(w, key, fixed):
+    """The RSS growth a case may cause (MiB): its cap plus slack when the build has it."""
+    if key == "huge" and cap(w, "partial_budget"):
+        return PARTIAL_BUDGET_MIB + SLACK_MIB
+    return fixed
+
+
+def nothing(c, col, r, w):
     pass
+
+
+def idle(c, col, r, w):
+    if cap(w, "conn_cap"):
+        held = r["connections"] - r["closed by server"]
+        c.check(held <= CONN_CAP, "%s idle flood: connections beyond %s=%d closed (%d of %d held)"
+                % (col, cap(w, "conn_cap"), CONN_CAP, held, r["connections"]))
+    else:
+        c.pending("%s idle flood: a connection cap closes the connections beyond it (this build has none)" % col)
 
 
 def slow(c, col, r, w):
     if cap(w, "frame_deadline"):
-        c.check(r["closed by server"] == r["connections"],
-                "%s slow senders: every one closed by the slow-frame deadline (%d of %d)"
-                % (col, r["closed by server"], r["connections"]))
+        c.check(r["closed by server"] == r["connections"] and (r["last close (s)"] or 0) <= FRAME_DEADLINE_S + 5,
+                "%s slow senders: every one closed by %s=%d (%d of %d, last after %s s)"
+                % (col, cap(w, "frame_deadline"), FRAME_DEADLINE_S, r["closed by server"], r["connections"],
+                   r["last close (s)"]))
     else:
         c.pending("%s slow senders: closed by a slow-frame deadline (this build has none; %d of %d closed)"
                   % (col, r["closed by server"], r["connections"]))
@@ -54,6 +95,13 @@ def ext_fields(c, col, r, w):
 def topic_flood(c, col, r, w):
     c.check(r["answers"] and all(k != "None" for k in r["answers"]),
             "%s 2,000,000-topic registration answered (%s)" % (col, r["answers"]))
+    key = cap(w, "topics_cap")
+    if key:
+        c.check("0" not in r["answers"] and key in r.get("first remark", "") and r["route of the last topic"] == 17,
+                "%s 2,000,000-topic registration refused naming %s, none of its topics routed (%s)"
+                % (col, key, r.get("first remark")))
+    else:
+        c.pending("%s 2,000,000-topic registration refused by a topics-per-broker cap (this build has none)" % col)
 
 
 def kv_big(c, col, r, w):
@@ -77,9 +125,9 @@ CASES = [
     ("idle", "5,000 idle connections, held 10 s", hostile.idle_flood, {}, 128, "conn_cap", idle),
     ("slow", "300 slow senders (1 byte/s), 15 s", hostile.slow_senders, {}, 64, "frame_deadline", slow),
     ("huge", "100 connections sending 8 MiB of announced 16 MiB frames, then stalled", hostile.huge_frames, {},
-     256, "partial_budget", idle),
+     256, "partial_budget", nothing),
     ("noread", "10 non-reading connections x 1,000 topic-list requests", hostile.non_readers, {}, 256,
-     "queued_cap", idle),
+     "queued_cap", nothing),
     ("bomb", "4 zlib bombs (1 GiB inflated each)", hostile.zlib_bomb, {}, 320, "inflate_cap", zlib_bomb),
     ("ext", "2 headers of 100,000 extFields (1.3 MB each)", hostile.ext_fields_flood, {}, 128, None, ext_fields),
     ("topics", "one registration of 2,000,000 topics (5 MB compressed)", hostile.topic_flood, {}, 256,
@@ -92,9 +140,10 @@ CI_CASES = ("idle",)
 
 
 def run(w, c, servers, ci=False):
-    if not CAP_KEYS:
-        c.note("this build has none of the resource-cap keys of #13: memory bounds are the fixed "
-               "ones of each case, cap-specific checks are pending")
+    missing = sorted(k for k in CAP_KEYS.values() if not w.has(k))
+    if missing:
+        c.note("this build lacks the cap keys %s: their cases use fixed memory bounds and their "
+               "cap checks are pending" % ", ".join(missing))
     only = [k for k in os.environ.get("RELIABILITY_CASES", "").split(",") if k]
     for key, what, attack, kw, bound, cap_name, extra in CASES:
         if (ci and key not in CI_CASES) or (only and key not in only):
@@ -106,7 +155,9 @@ def run(w, c, servers, ci=False):
 
 def one(w, c, col, kind, key, what, attack, kw, bound, cap_name, extra):
     say("  -- %s: %s" % (col, what))
-    ns = NameServer(w, "s6-%s-%s" % (key, kind), kind)
+    props = props_for(w, key) if kind == "ours" else {}
+    bound = None if bound is None else bound_for(w, key, bound)
+    ns = NameServer(w, "s6-%s-%s" % (key, kind), kind, props)
     ns.start()
     ns.wait_ready()
     fl = fleet(w, "s6-fleet-%s-%s" % (key, kind), ns.addr, SHAPE)
@@ -153,6 +204,8 @@ def one(w, c, col, kind, key, what, attack, kw, bound, cap_name, extra):
     c.fig("%s: RSS before → peak" % key, col, "%s → %s" % (fmt_mib(rss0), fmt_mib(peak)))
     shown = {k: v for k, v in result.items() if k != "log growth (KiB)" or key == "kv"}
     c.fig("%s: what the attack got (%.0f s)" % (key, secs), col, "; ".join("%s: %s" % kv for kv in shown.items()))
+    if props:
+        c.fig("%s: set for ours" % key, col, ", ".join("%s=%s" % kv for kv in props.items()))
     if col == JAVA:
         if not alive:
             c.note("Java nameserver died during %s" % key)

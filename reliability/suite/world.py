@@ -320,3 +320,11 @@ def errors_of(summary, code=None):
 
 
 TOPIC_NOT_EXIST = 17
+
+
+def first_sweep_text(sweep, t_up):
+    """"complete of checked (started +x s after serving)" for the first sweep after a start."""
+    if not sweep:
+        return "-"
+    return "%d of %d (sweep began %.1f s after serving)" % (
+        sweep["complete"], sweep["checked"], sweep["t0"] / 1000.0 - t_up)
