@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use client::{Client, ClientConfig, RouteOptions};
+use remoting::body::TopicRouteData;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -223,6 +224,14 @@ async fn read(client: &Client, topic: &str) -> Result<usize, client::Error> {
     client.get_route_body(topic, RouteOptions::default()).await.map(|(_, body)| body.len())
 }
 
+/// Whether `route` has every broker of `want` in both `brokerDatas` and `queueDatas`.
+pub fn route_complete(route: &TopicRouteData, want: &HashSet<String>) -> bool {
+    let brokers: HashSet<&str> =
+        route.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
+    let queues: HashSet<&str> = route.queue_datas.iter().map(|q| q.broker_name.as_str()).collect();
+    want.iter().all(|b| brokers.contains(b.as_str()) && queues.contains(b.as_str()))
+}
+
 /// Sweeps `sample` topics (a fresh random sample each time, or all of them) and prints how
 /// many routes were complete, until stopped.
 async fn sweeper(
@@ -259,17 +268,7 @@ async fn sweeper(
                 for i in chunk {
                     let want = &expected[i / t];
                     match client.get_route(&topology.topics[i]).await {
-                        Ok(route) => {
-                            let brokers: HashSet<&str> =
-                                route.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
-                            let queues: HashSet<&str> =
-                                route.queue_datas.iter().map(|q| q.broker_name.as_str()).collect();
-                            if want.iter().all(|b| {
-                                brokers.contains(b.as_str()) && queues.contains(b.as_str())
-                            }) {
-                                complete += 1;
-                            }
-                        }
+                        Ok(route) => complete += usize::from(route_complete(&route, want)),
                         Err(e)
                             if e.response_code() == Some(remoting::ResponseCode::TopicNotExist) =>
                         {
@@ -297,5 +296,35 @@ async fn sweeper(
             _ = tokio::time::sleep(pause) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use remoting::body::{BrokerData, QueueData};
+
+    use super::*;
+
+    fn route(brokers: &[&str], queues: &[&str]) -> TopicRouteData {
+        TopicRouteData {
+            broker_datas: brokers
+                .iter()
+                .map(|b| BrokerData { broker_name: (*b).to_owned(), ..BrokerData::default() })
+                .collect(),
+            queue_datas: queues
+                .iter()
+                .map(|b| QueueData { broker_name: (*b).to_owned(), ..QueueData::default() })
+                .collect(),
+            ..TopicRouteData::default()
+        }
+    }
+
+    #[test]
+    fn a_route_is_complete_only_with_every_broker_in_both_lists() {
+        let want: HashSet<String> = ["a", "b"].iter().map(|s| (*s).to_owned()).collect();
+        assert!(route_complete(&route(&["a", "b", "c"], &["b", "a"]), &want));
+        assert!(!route_complete(&route(&["a"], &["a", "b"]), &want), "b has no brokerData");
+        assert!(!route_complete(&route(&["a", "b"], &["a"]), &want), "b has no queueData");
+        assert!(!route_complete(&TopicRouteData::default(), &want));
     }
 }
