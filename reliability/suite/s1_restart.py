@@ -23,6 +23,7 @@ N_TOPICS = 10 * 100
 # Brokers re-register every 30 s: a route must be back within one period (plus slack).
 BACK_WITHIN_S = 40
 WINDOW_S = 45
+MIN_WINDOW_S = 15
 
 
 def configs(w, servers, ci):
@@ -107,14 +108,15 @@ def trial(w, c, col, ns, mode, rd, running, fresh):
     ns.start()
     t_up = ns.wait_ready(120)
     up_ms = t_up * 1000
-    # Observe until every route is back (plus 3 s), at most WINDOW_S.
+    # Observe until every route is back (plus 3 s), at least MIN_WINDOW_S (so that new producers
+    # start in it), at most WINDOW_S.
     back = None
     end = t_up + WINDOW_S
     while time.time() < end:
         done = [s for s in rd.select("sweep", up_ms, key="t0") if s["complete"] == s["checked"]]
         if done and back is None and BROKER in route_queues(route(ns.addr, TOPIC)):
             back = done[0]
-            end = min(end, time.time() + 3)
+            end = min(end, max(time.time() + 3, t_up + MIN_WINDOW_S))
         time.sleep(0.25)
     rd.send("phase after-" + mode)
     ph = rd.wait_for(lambda e: e.get("event") == "phase" and e.get("name") == "restart-" + mode, 10)
