@@ -8,6 +8,7 @@ import functools
 import selectors
 import socket
 import struct
+import subprocess
 import threading
 import time
 import zlib
@@ -101,6 +102,15 @@ class CloseWatch:
         self.sel.close()
 
 
+def server_held(addr):
+    """Established connections the server's side holds on its port (from the kernel's table:
+    a flood faster than the accept backlog leaves client sockets the server never had)."""
+    port = _host_port(addr)[1]
+    out = subprocess.run(["ss", "-Htn", "state", "established", "sport", "= :%d" % port],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30).stdout
+    return len([ln for ln in out.decode().splitlines() if ln.strip()])
+
+
 def _closes(w, n_open):
     closed = sorted(w.closed_at)
     return {
@@ -113,11 +123,13 @@ def _closes(w, n_open):
 
 def idle_flood(addr, n=5000, hold=10.0):
     """`n` connections that never send a byte, held `hold` seconds."""
+    before = server_held(addr)
     socks, failed = open_many(addr, n)
     w = CloseWatch(socks)
     w.poll(hold)
     r = _closes(w, len(socks))
     r["failed to connect"] = failed
+    r["held by the server (ss)"] = server_held(addr) - before
     w.close_all()
     return r
 

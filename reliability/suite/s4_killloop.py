@@ -118,8 +118,11 @@ def one(w, c, col, ns):
         c.require(pop and errors_of(pop["regs"]) == 0, "%s: 50 simulated brokers registered" % col)
         for wr in writers:
             wr.start()
+        # Our route snapshot is written at most every 5 s after a change: one is on disk first.
+        time.sleep(6)
         for r in range(ROUNDS):
-            time.sleep(random.uniform(0.5, 2.0))
+            # Kills land anywhere: before, during and after the next snapshot write.
+            time.sleep(random.uniform(0.5, 6.0))
             t_kill = ns.kill9()
             ns.start()
             t_up = ns.wait_ready(120)
