@@ -89,7 +89,8 @@ def one(w, c, col, ns):
     c.fig("every sampled route complete after serving", col, fmt_s(complete_s) if done else "not within %d s" % (COMPLETE_WITHIN_S + 60))
     c.fig("routes complete in the first sweep after start", col, first_sweep_text(first, t_up))
     c.fig("storm: all 2,000 registrations answered after", col, fmt_s(storm_s))
-    c.fig("storm: failed registrations", col, errors_of(storm["regs"]))
+    c.fig("storm: failed registrations (sent again after a connection the restart broke)", col,
+          "%d (%d)" % (errors_of(storm["regs"]), storm.get("retried_on_stale_connection", 0)))
     c.fig("storm: registration latency p50 / p99", col, "%s / %s" % (
         fmt_ms(storm["regs"]["p50_us"] / 1000.0), fmt_ms(storm["regs"]["p99_us"] / 1000.0)))
     c.fig("reads during the storm: p99 / max", col, "%s / %s" % (fmt_ms(p99), fmt_ms(ph["steady"]["max_us"] / 1000.0)))

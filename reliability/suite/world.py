@@ -234,6 +234,7 @@ class Agent:
         self.name = name
         argv = ([] if not netns else ["ip", "netns", "exec", netns]) + [world.nsfault_bin] + list(args)
         log_path = os.path.join(world.procs.logdir, "agent-%s.log" % name)
+        self.events_path = os.path.join(world.procs.logdir, "agent-%s.events" % name)
         self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=open(log_path, "wb"), start_new_session=True)
         world.procs.adopt("agent-" + name, self.popen, log_path)
@@ -244,14 +245,16 @@ class Agent:
         self.thread.start()
 
     def _pump(self):
-        for raw in self.popen.stdout:
-            try:
-                ev = json.loads(raw)
-            except ValueError:
-                continue
-            with self.lock:
-                self.events.append(ev)
-            self.new.put(ev)
+        with open(self.events_path, "wb") as keep:
+            for raw in self.popen.stdout:
+                keep.write(raw)
+                try:
+                    ev = json.loads(raw)
+                except ValueError:
+                    continue
+                with self.lock:
+                    self.events.append(ev)
+                self.new.put(ev)
 
     def send(self, line):
         try:

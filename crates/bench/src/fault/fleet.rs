@@ -76,7 +76,7 @@ pub async fn run(cfg: FleetConfig, topology: &Topology, control: Control) -> any
     );
 
     let tally = Arc::new(Mutex::new(Recorder::new()));
-    let (storm_tx, mut storm_rx) = mpsc::unbounded_channel::<Result<Duration, String>>();
+    let (storm_tx, mut storm_rx) = mpsc::unbounded_channel::<(Result<Duration, String>, bool)>();
     let mut triggers = Vec::with_capacity(n);
     let mut tasks = Vec::with_capacity(n);
     let base = Instant::now();
@@ -96,9 +96,15 @@ pub async fn run(cfg: FleetConfig, topology: &Topology, control: Control) -> any
                     _ = stop.wait_for(|s| *s) => return,
                 };
                 let started = Instant::now();
-                let result = b.lock().await.register(bump && !storm).await;
+                let mut result = b.lock().await.register(bump && !storm).await;
                 if storm {
-                    let _ = storm_tx.send(result.as_ref().map(|d| *d).map_err(error_kind));
+                    // The connection may be the one the nameserver's restart broke, not yet seen
+                    // closed: a broker's client reconnects and sends again.
+                    let stale = result.as_ref().is_err_and(client::Error::is_transport);
+                    if stale {
+                        result = b.lock().await.register(false).await;
+                    }
+                    let _ = storm_tx.send((result.as_ref().map(|d| *d).map_err(error_kind), stale));
                 }
                 {
                     let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
@@ -139,16 +145,20 @@ pub async fn run(cfg: FleetConfig, topology: &Topology, control: Control) -> any
                 for t in &triggers {
                     let _ = t.send(());
                 }
-                let mut rec = Recorder::new();
+                let (mut rec, mut retried) = (Recorder::new(), 0);
                 for _ in 0..n {
-                    match storm_rx.recv().await {
-                        Some(Ok(l)) => rec.ok(l, 0),
-                        Some(Err(kind)) => rec.count_error(&kind),
-                        None => break,
+                    let Some((result, stale)) = storm_rx.recv().await else { break };
+                    retried += usize::from(stale);
+                    match result {
+                        Ok(l) => rec.ok(l, 0),
+                        Err(kind) => rec.count_error(&kind),
                     }
                 }
                 let s = rec.summary(started.elapsed());
-                emit(&json!({"event": "storm", "t0": t0, "t1": now_ms(), "brokers": n, "regs": summary_json(&s)}));
+                emit(&json!({
+                    "event": "storm", "t0": t0, "t1": now_ms(), "brokers": n,
+                    "retried_on_stale_connection": retried, "regs": summary_json(&s),
+                }));
             }
             _ = stop.wait_for(|s| *s) => break,
         }
