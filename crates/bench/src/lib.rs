@@ -12,6 +12,7 @@ pub mod chart;
 pub mod cpu;
 pub mod fault;
 pub mod load;
+pub mod overhead;
 pub mod raw;
 pub mod report;
 pub mod results;
