@@ -45,8 +45,14 @@ where
             if print {
                 let mut text = config.load_message().map(|m| m + "\n").unwrap_or_default();
                 text.push_str(&config.to_print_text());
+                if let Some(controller) = crate::controller::controller_config(&config)? {
+                    // Java prints the controller's keys too when it is embedded.
+                    text.push_str(&controller.to_print_text());
+                }
                 return Ok(CliAction::Print(text));
             }
+            // A bad controller key stops start-up like any other bad value.
+            crate::controller::controller_config(&config)?;
             Ok(CliAction::Run(config))
         }
     }

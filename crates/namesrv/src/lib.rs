@@ -5,6 +5,7 @@
 mod background;
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod dispatch;
 pub mod handler;
 pub mod kv;

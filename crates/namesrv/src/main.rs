@@ -25,7 +25,8 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -71,6 +72,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     let serialize_type = config.effective_serialize_type();
+    let embedded = namesrv::controller::controller_config(&config)?;
     let state = namesrv::build_state(config)?;
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
@@ -79,7 +81,19 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             remoting::SerializeType::RocketMq => "ROCKETMQ",
         }
     );
-    namesrv::server::serve(listener, state, shutdown_signal()).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let controller =
+        embedded.map(|c| namesrv::controller::spawn(c, None, stop.clone().cancelled_owned()));
+    let signal = stop.clone();
+    namesrv::server::serve(listener, state, async move {
+        shutdown_signal().await;
+        signal.cancel();
+    })
+    .await;
+    stop.cancel();
+    if let Some(task) = controller {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+    }
     Ok(())
 }
 
