@@ -49,12 +49,14 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
+    // Every config check before any port is taken (a bad key is reported as itself).
+    let embedded = namesrv::controller::controller_config(&config)?;
     let listeners = namesrv::listen::bind(&config).await?;
     let local = listeners.remoting.local_addr()?;
     let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
     let serialize_type = config.effective_serialize_type();
-    let embedded = namesrv::controller::controller_config(&config)?;
     let state = namesrv::build_state(config)?;
+    let shutdown = shutdown_signal();
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
         match serialize_type {
@@ -71,7 +73,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         embedded.map(|c| namesrv::controller::spawn(c, None, stop.clone().cancelled_owned()));
     let signal = stop.clone();
     namesrv::server::serve(listeners, state, async move {
-        shutdown_signal().await;
+        shutdown.await;
         signal.cancel();
     })
     .await;
@@ -82,25 +84,33 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
+/// Completes on SIGTERM or SIGINT (Ctrl-C). The handlers are installed by this call, not at the
+/// first poll, so a signal that arrives right after the boot line is a graceful stop.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                (Ok(mut one), Err(_)) | (Err(_), Ok(mut one)) => {
+                    one.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending().await,
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
