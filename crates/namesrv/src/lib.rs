@@ -4,16 +4,19 @@
 //! until `shutdown` completes; the `mqnamesrv` binary is a thin wrapper around it.
 mod background;
 pub mod cli;
+pub mod codec;
 pub mod config;
 pub mod dispatch;
 pub mod handler;
 pub mod kv;
 pub mod lane;
+pub mod limits;
 mod persist;
 pub mod properties;
 pub mod route;
 pub mod server;
 pub mod shutdown;
+pub mod snapshot;
 pub mod state;
 pub mod transport;
 
@@ -37,12 +40,18 @@ pub enum RunError {
     Tls(#[from] transport::TlsError),
 }
 
-/// Builds the server state from `config`: validates it, loads the KV store and the TLS context.
+/// Builds the server state from `config`: validates it, loads the KV store and the TLS
+/// context, and restores the route snapshot (when `routeSnapshotEnable`), so that the routes
+/// are there before the first client is accepted. Blocking (file I/O).
 pub fn build_state(config: Config) -> Result<Arc<State>, RunError> {
     config.validate()?;
     let kv = kv::KvStore::load(&config.kv_config_path)?;
     let tls = transport::TlsContext::new(tls_settings(&config))?;
-    Ok(Arc::new(State::new(Arc::new(SharedConfig::new(config)), kv, tls)))
+    let state = Arc::new(State::new(Arc::new(SharedConfig::new(config)), kv, tls));
+    if let Some(file) = &state.route_snapshot {
+        file.restore(&state.routes, state.now_ms());
+    }
+    Ok(state)
 }
 
 /// The `tls.*` settings: the `-c` file's keys, overridden by the file named by `tls.config.file`

@@ -66,12 +66,14 @@ async fn listen_addr(config: &Config) -> anyhow::Result<SocketAddr> {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = listen_addr(&config).await?;
+    let serialize_type = config.effective_serialize_type();
+    // KV store, TLS and the route snapshot are loaded before the port opens: the first client
+    // finds the routes already there.
+    let state = tokio::task::block_in_place(|| namesrv::build_state(config))?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    let serialize_type = config.effective_serialize_type();
-    let state = namesrv::build_state(config)?;
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
         match serialize_type {

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
-use remoting::frame::{FrameError, RemotingCodec};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -21,7 +20,9 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
+use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch::dispatch;
+use crate::limits::{Admitted, Cap, Held};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, State};
 
@@ -39,9 +40,11 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
-                    let state = state.clone();
-                    let shutdown = conn_shutdown.clone();
-                    conns.spawn(async move { accept_one(state, tcp, peer, shutdown).await });
+                    if let Some(admitted) = admit(&state, peer) {
+                        let state = state.clone();
+                        let shutdown = conn_shutdown.clone();
+                        conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                    }
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -54,6 +57,9 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
         }
     }
     info!("shutdown requested: no longer accepting connections");
+    // Connections closed by the shutdown itself no longer unregister their brokers: the final
+    // route snapshot keeps them for the next start.
+    state.set_stopping();
     let grace = state.graceful_shutdown_window();
     if let Some(window) = grace {
         // Java enableShutdownGracefully: keep serving (new clients get GO_AWAY) for the window.
@@ -63,8 +69,10 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
             loop {
                 match listener.accept().await {
                     Ok((tcp, peer)) => {
-                        let (state, shutdown) = (state.clone(), conn_shutdown.clone());
-                        conns.spawn(async move { accept_one(state, tcp, peer, shutdown).await });
+                        if let Some(admitted) = admit(&state, peer) {
+                            let (state, shutdown) = (state.clone(), conn_shutdown.clone());
+                            conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                        }
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
                 }
@@ -89,12 +97,34 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
     for task in background {
         let _ = task.await;
     }
+    crate::snapshot::write_final(&state).await;
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     info!("nameserver stopped");
 }
 
-async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdown: Shutdown) {
+/// A place for a new connection under `serverMaxConnections`; `None` (the connection is then
+/// dropped, so closed at once) when all are taken.
+fn admit(state: &State, peer: SocketAddr) -> Option<Admitted> {
+    let max = usize::try_from(state.config.load().server_max_connections).unwrap_or(usize::MAX);
+    let admitted = state.limits.admit(max);
+    if admitted.is_none() {
+        state.limits.triggered(
+            Cap::Connections,
+            state.uptime_ms(),
+            format_args!("{max} connections open; {peer} closed (serverMaxConnections)"),
+        );
+    }
+    admitted
+}
+
+async fn accept_one(
+    state: Arc<State>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    shutdown: Shutdown,
+    _admitted: Admitted,
+) {
     if let Err(e) = tcp.set_nodelay(true) {
         debug!(%peer, error = %e, "set_nodelay failed");
     }
@@ -111,7 +141,9 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
 }
 
 /// Reads, dispatches and answers frames on one connection until EOF, a decode error, the idle
-/// timeout or shutdown (after answering everything already received).
+/// timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that leaves
+/// more answers unread than the caps allow, or shutdown (after answering everything already
+/// received).
 pub async fn serve_connection<S>(
     state: &Arc<State>,
     stream: S,
@@ -122,28 +154,28 @@ pub async fn serve_connection<S>(
 {
     // One task owns the whole stream (no split halves to synchronise): read what is there,
     // answer it, flush once per batch.
-    let mut framed = Framed::new(stream, RemotingCodec::new());
+    let mut framed = Framed::new(stream, ServerCodec::new(state));
     // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
     // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two writes).
     framed.set_backpressure_boundary(WRITE_BATCH);
-    let idle = state.idle_timeout();
-    // One long-lived idle timer, re-armed only when it fires (not once per request).
-    let idle_timer = tokio::time::sleep(idle);
-    tokio::pin!(idle_timer);
+    let clock = Clock::new(state);
+    // One long-lived timer for the idle and frame deadlines, re-armed only when it fires (not
+    // once per request).
+    let timer = tokio::time::sleep_until(clock.next_deadline(Instant::now(), Instant::now(), None));
+    tokio::pin!(timer);
     let mut draining = shutdown.is_shutdown();
     let mut large_frames = LargeFrames::default();
     loop {
         let next = match framed.next().now_or_never() {
             Some(item) => item,
             None => {
-                if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
-                    debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                if flush(&mut framed, state, ctx, &clock).await.is_err() {
                     break;
                 }
                 if draining {
                     break;
                 }
-                match wait(&mut framed, idle_timer.as_mut(), idle, &mut shutdown, ctx).await {
+                match wait(&mut framed, state, timer.as_mut(), &clock, &mut shutdown, ctx).await {
                     Wake::Frame(item) => item,
                     Wake::Drain => {
                         draining = true;
@@ -166,6 +198,11 @@ pub async fn serve_connection<S>(
                     framed.read_buffer_mut().reserve(READ_ROOM);
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
+                if framed.write_buffer().len() >= WRITE_BATCH
+                    && flush(&mut framed, state, ctx, &clock).await.is_err()
+                {
+                    break;
+                }
                 if request.code == ROUTE_CODE
                     && crate::handler::route::write_route(
                         state,
@@ -173,14 +210,9 @@ pub async fn serve_connection<S>(
                         framed.write_buffer_mut(),
                     )
                 {
-                    // Answered in place; flush mid-batch like `feed` would past the boundary.
-                    if framed.write_buffer().len() >= WRITE_BATCH {
-                        if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
-                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                            break;
-                        }
-                    }
+                    // Answered in place.
                 } else if let Some(response) = dispatch(state, ctx, request).await {
+                    // Below the backpressure boundary (flushed above), so `feed` only encodes.
                     if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                         break;
@@ -192,7 +224,109 @@ pub async fn serve_connection<S>(
             }
         }
     }
-    let _ = SinkExt::<RemotingCommand>::flush(&mut framed).await;
+    let _ = flush(&mut framed, state, ctx, &clock).await;
+}
+
+/// The deadlines of one connection: `serverChannelMaxIdleTimeSeconds` (no complete frame for
+/// so long) and `serverFrameTimeoutSeconds` (a frame begun that long ago and not complete).
+struct Clock {
+    idle: Option<Duration>,
+    frame: Option<Duration>,
+}
+
+/// A deadline that never comes (both timeouts off).
+const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
+impl Clock {
+    fn new(state: &State) -> Self {
+        let frame = u64::try_from(state.config.load().server_frame_timeout_seconds).unwrap_or(0);
+        Self { idle: state.idle_timeout(), frame: (frame > 0).then(|| Duration::from_secs(frame)) }
+    }
+
+    /// When the timer must next look: the idle deadline, the frame deadline, or (no frame
+    /// begun) one frame timeout from now, to catch a frame that begins meanwhile.
+    fn next_deadline(
+        &self,
+        now: Instant,
+        quiet_since: Instant,
+        started: Option<Instant>,
+    ) -> Instant {
+        let idle = self.idle.map(|d| quiet_since + d);
+        let frame = self.frame.map(|d| started.map_or(now + d, |s| s + d));
+        idle.into_iter().chain(frame).min().unwrap_or(now + NEVER)
+    }
+}
+
+/// Writes out the answers in the write buffer. When the client does not take them at once,
+/// what waits counts against `serverConnectionMaxPendingResponseBytes` and the server-wide
+/// `serverMaxPendingResponseBytes`, and must be taken within the idle timeout; `Err` (the
+/// connection is to be closed) when a cap is passed or the write fails.
+async fn flush<S>(
+    framed: &mut Framed<S, ServerCodec>,
+    state: &State,
+    ctx: &ConnCtx,
+    clock: &Clock,
+) -> Result<(), ()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let failed =
+        |e: ServerFrameError| debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+    match SinkExt::<RemotingCommand>::flush(framed).now_or_never() {
+        Some(done) => return done.map_err(failed),
+        None if framed.write_buffer().is_empty() => return Ok(()),
+        None => {}
+    }
+    let waiting = framed.write_buffer().len() as u64;
+    let config = state.config.load();
+    let per_conn = u64::try_from(config.server_connection_max_pending_response_bytes).unwrap_or(0);
+    if waiting > per_conn {
+        state.limits.triggered(
+            Cap::ConnectionResponseBytes,
+            state.uptime_ms(),
+            format_args!(
+                "{} left {waiting} bytes of answers unread; closed \
+                 (serverConnectionMaxPendingResponseBytes {per_conn})",
+                ctx.peer
+            ),
+        );
+        return Err(());
+    }
+    let all = u64::try_from(config.server_max_pending_response_bytes).unwrap_or(0);
+    let mut held = Held::new(&state.limits.pending_response_bytes);
+    if !held.set(waiting, all) {
+        state.limits.triggered(
+            Cap::PendingResponseBytes,
+            state.uptime_ms(),
+            format_args!(
+                "{} bytes of answers wait for their readers; {} needing {waiting} closed \
+                 (serverMaxPendingResponseBytes {all})",
+                state.limits.pending_response_bytes.used(),
+                ctx.peer
+            ),
+        );
+        return Err(());
+    }
+    drop(config);
+    let write = SinkExt::<RemotingCommand>::flush(framed);
+    let Some(limit) = clock.idle else {
+        return write.await.map_err(failed);
+    };
+    match tokio::time::timeout(limit, write).await {
+        Ok(done) => done.map_err(failed),
+        Err(_) => {
+            state.limits.triggered(
+                Cap::WriteTimeout,
+                state.uptime_ms(),
+                format_args!(
+                    "{} took no answer for {}s; closed (serverChannelMaxIdleTimeSeconds)",
+                    ctx.peer,
+                    limit.as_secs()
+                ),
+            );
+            Err(())
+        }
+    }
 }
 
 /// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
@@ -241,18 +375,20 @@ fn shrink_read_buffer(buf: &mut BytesMut) {
 
 /// Why a quiet connection woke up.
 enum Wake {
-    Frame(Option<Result<RemotingCommand, FrameError>>),
+    Frame(Option<Result<RemotingCommand, ServerFrameError>>),
     /// Shutdown: answer what was received, then close.
     Drain,
     /// Idle for `serverChannelMaxIdleTimeSeconds`, or closed by the server (expired broker).
     Close,
 }
 
-/// Waits for the next frame, the idle deadline (counted from now), shutdown or a close request.
+/// Waits for the next frame, a deadline (idle: counted from now; frame: from its first
+/// bytes), shutdown or a close request.
 async fn wait<S>(
-    framed: &mut Framed<S, RemotingCodec>,
-    mut idle_timer: Pin<&mut Sleep>,
-    idle: Duration,
+    framed: &mut Framed<S, ServerCodec>,
+    state: &State,
+    mut timer: Pin<&mut Sleep>,
+    clock: &Clock,
     shutdown: &mut Shutdown,
     ctx: &ConnCtx,
 ) -> Wake
@@ -260,16 +396,39 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let quiet_since = Instant::now();
+    let due = clock.next_deadline(quiet_since, quiet_since, framed.codec().frame_started());
+    if timer.deadline() > due {
+        // Armed for later than a deadline that counts from now (a frame timeout longer
+        // than the idle timeout): rare, so the common path touches no timer.
+        timer.as_mut().reset(due);
+    }
     loop {
         tokio::select! {
             item = framed.next() => return Wake::Frame(item),
-            () = &mut idle_timer => {
-                let deadline = quiet_since + idle;
-                if Instant::now() >= deadline {
+            () = &mut timer => {
+                let now = Instant::now();
+                let started = framed.codec().frame_started();
+                if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
                     info!(peer = %ctx.peer, "connection idle; closing");
                     return Wake::Close;
                 }
-                idle_timer.as_mut().reset(deadline);
+                if let (Some(limit), Some(started)) = (clock.frame, started) {
+                    if now >= started + limit {
+                        state.limits.triggered(
+                            Cap::FrameTimeout,
+                            state.uptime_ms(),
+                            format_args!(
+                                "{} sent {} bytes of a frame in {}s; closed \
+                                 (serverFrameTimeoutSeconds)",
+                                ctx.peer,
+                                framed.read_buffer().len(),
+                                limit.as_secs()
+                            ),
+                        );
+                        return Wake::Close;
+                    }
+                }
+                timer.as_mut().reset(clock.next_deadline(now, quiet_since, started));
             }
             () = shutdown.recv() => return Wake::Drain,
             () = ctx.close.notified() => {

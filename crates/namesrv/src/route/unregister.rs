@@ -40,7 +40,7 @@ impl RouteTable {
                     continue;
                 }
             }
-            let was_live = self.live.remove(cluster, addr).is_some();
+            let was_live = self.remove_live(cluster, addr);
             info!(cluster, broker = addr, was_live, "unregister broker");
             self.remove_filter(cluster, addr);
             if req.fence.is_some_and(|f| f.is_orphan()) {

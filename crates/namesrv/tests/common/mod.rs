@@ -87,6 +87,20 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Stops the server as a crash would: its task is dropped where it stands (nothing drained,
+    /// no final write). Returns its directory for a restart.
+    pub async fn crash(mut self) -> tempfile::TempDir {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+            let _ = handle.await;
+        }
+        self.stop.take();
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
