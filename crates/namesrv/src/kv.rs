@@ -124,7 +124,12 @@ impl KvStore {
             state.generation += 1;
             state.generation
         };
-        tracing::info!(namespace, key, value, "putKVConfig");
+        tracing::info!(
+            namespace = %clip(namespace),
+            key = %clip(key),
+            value = %value.map_or(Clipped("null"), clip),
+            "putKVConfig"
+        );
         self.persist(generation)
     }
 
@@ -139,7 +144,7 @@ impl KvStore {
             state.generation += 1;
             state.generation
         };
-        tracing::info!(namespace, key, "deleteKVConfig");
+        tracing::info!(namespace = %clip(namespace), key = %clip(key), "deleteKVConfig");
         self.persist(generation)
     }
 
@@ -185,6 +190,27 @@ impl KvStore {
             .map_err(|source| KvError::Persist { path: self.path.clone(), source })?;
         *persisted = snapshot_generation;
         Ok(())
+    }
+}
+
+/// How much of a namespace, key or value a log line shows.
+const LOG_CHARS: usize = 256;
+
+/// A string for a log line: whole up to [`LOG_CHARS`] characters, else its start and its
+/// length (a 10 MB value is not logged whole).
+pub fn clip(s: &str) -> Clipped<'_> {
+    Clipped(s)
+}
+
+/// See [`clip`].
+pub struct Clipped<'a>(&'a str);
+
+impl std::fmt::Display for Clipped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.char_indices().nth(LOG_CHARS) {
+            None => f.write_str(self.0),
+            Some((end, _)) => write!(f, "{}…({} bytes)", &self.0[..end], self.0.len()),
+        }
     }
 }
 
@@ -396,6 +422,14 @@ mod tests {
             assert!(matches!(err, KvError::Malformed { .. }), "{bad}: {err:?}");
             assert!(err.to_string().contains("kvConfig.json"), "{err}");
         }
+    }
+
+    #[test]
+    fn log_lines_show_at_most_256_characters_of_a_value() {
+        assert_eq!(clip("short").to_string(), "short");
+        let long = "é".repeat(10_000);
+        let shown = clip(&long).to_string();
+        assert_eq!(shown, format!("{}…(20000 bytes)", "é".repeat(256)));
     }
 
     #[test]

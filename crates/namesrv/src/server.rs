@@ -165,11 +165,14 @@ pub async fn serve_connection<S>(
     tokio::pin!(timer);
     let mut draining = shutdown.is_shutdown();
     let mut large_frames = LargeFrames::default();
+    // False once a write failed or a cap closed the connection: nothing more is written.
+    let mut writable = true;
     loop {
         let next = match framed.next().now_or_never() {
             Some(item) => item,
             None => {
                 if flush(&mut framed, state, ctx, &clock).await.is_err() {
+                    writable = false;
                     break;
                 }
                 if draining {
@@ -201,6 +204,7 @@ pub async fn serve_connection<S>(
                 if framed.write_buffer().len() >= WRITE_BATCH
                     && flush(&mut framed, state, ctx, &clock).await.is_err()
                 {
+                    writable = false;
                     break;
                 }
                 if request.code == ROUTE_CODE
@@ -215,6 +219,7 @@ pub async fn serve_connection<S>(
                     // Below the backpressure boundary (flushed above), so `feed` only encodes.
                     if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                        writable = false;
                         break;
                     }
                 }
@@ -224,7 +229,9 @@ pub async fn serve_connection<S>(
             }
         }
     }
-    let _ = flush(&mut framed, state, ctx, &clock).await;
+    if writable {
+        let _ = flush(&mut framed, state, ctx, &clock).await;
+    }
 }
 
 /// The deadlines of one connection: `serverChannelMaxIdleTimeSeconds` (no complete frame for
@@ -441,7 +448,133 @@ where
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
     use super::*;
+    use crate::config::Config;
+
+    /// A server state whose KV store holds `NS/<n>` = `n` bytes for each of `values`.
+    fn state_with(
+        adjust: impl FnOnce(&mut Config),
+        values: &[usize],
+    ) -> (Arc<State>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut config = Config {
+            kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
+            kv_config_max_value_bytes: 1 << 20,
+            ..Config::default()
+        };
+        adjust(&mut config);
+        let state = crate::build_state(config).expect("state");
+        for n in values {
+            state.kv.put("NS", &n.to_string(), Some(&"v".repeat(*n))).expect("put");
+        }
+        (state, dir)
+    }
+
+    /// A connection served over an in-memory pipe that buffers 4 KiB (a client that does not
+    /// read stalls the server's writes after that); the client end and the connection task.
+    fn connect(state: &Arc<State>, id: u64) -> (DuplexStream, tokio::task::JoinHandle<()>) {
+        let (client, server_end) = tokio::io::duplex(4096);
+        let state = Arc::clone(state);
+        let ctx = ConnCtx { id, peer: "127.0.0.1:1".parse().expect("addr"), close: Arc::default() };
+        let (trigger, shutdown) = crate::shutdown::channel();
+        let task = tokio::spawn(async move {
+            serve_connection(&state, server_end, &ctx, shutdown).await;
+            drop(trigger);
+        });
+        (client, task)
+    }
+
+    /// GET_KV_CONFIG of the `n`-byte value: an answer of about `n` bytes.
+    async fn ask(client: &mut DuplexStream, n: usize) {
+        let mut cmd = remoting::RemotingCommand::request(remoting::RequestCode::GetKvConfig);
+        cmd.ext_fields =
+            Some([("namespace", "NS".to_owned()), ("key", n.to_string())].into_iter().collect());
+        let bytes = remoting::frame::encode_to_bytes(&cmd).expect("encode");
+        client.write_all(&bytes).await.expect("send");
+    }
+
+    /// Reads one whole answer frame; its length.
+    async fn read_answer(client: &mut DuplexStream) -> usize {
+        let len = client.read_u32().await.expect("prefix") as usize;
+        let mut frame = vec![0u8; len];
+        client.read_exact(&mut frame).await.expect("frame");
+        len
+    }
+
+    /// Whether the connection task ends (the server closed it) within 100 s (of paused time
+    /// where the test pauses it).
+    async fn closed(task: tokio::task::JoinHandle<()>) -> bool {
+        tokio::time::timeout(Duration::from_secs(100), task).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_client_leaving_more_answers_unread_than_its_cap_is_closed_a_reader_is_not() {
+        let (state, _dir) = state_with(
+            |c| c.server_connection_max_pending_response_bytes = 64 * 1024,
+            &[50_000, 200_000],
+        );
+        // A reader of 50 KB answers: each waits less than the 64 KiB cap while it reads.
+        let (mut reader, reading) = connect(&state, 1);
+        for _ in 0..5 {
+            ask(&mut reader, 50_000).await;
+            assert!(read_answer(&mut reader).await > 50_000);
+        }
+        // A client that never reads its 200 KB answer: closed.
+        let (mut sleeper, sleeping) = connect(&state, 2);
+        ask(&mut sleeper, 200_000).await;
+        assert!(closed(sleeping).await, "closed by the per-connection cap");
+        assert_eq!(state.limits.trigger_count(Cap::ConnectionResponseBytes), 1);
+        assert_eq!(state.limits.pending_response_bytes.used(), 0, "nothing left held");
+        ask(&mut reader, 50_000).await;
+        assert!(read_answer(&mut reader).await > 50_000, "the reader is still served");
+        drop(reader);
+        assert!(closed(reading).await);
+    }
+
+    #[tokio::test]
+    async fn unread_answers_share_one_budget_and_the_client_passing_it_is_closed() {
+        let (state, _dir) = state_with(
+            |c| {
+                c.server_connection_max_pending_response_bytes = 256 * 1024;
+                c.server_max_pending_response_bytes = 256 * 1024;
+            },
+            &[200_000],
+        );
+        let (mut first, first_task) = connect(&state, 1);
+        ask(&mut first, 200_000).await;
+        let mut waited = 0;
+        while state.limits.pending_response_bytes.used() == 0 {
+            waited += 1;
+            assert!(waited < 10_000, "the first answer never waited");
+            tokio::task::yield_now().await;
+        }
+        assert!(state.limits.pending_response_bytes.used() > 190_000);
+        // The second unread 200 KB answer would pass the 256 KiB budget: closed.
+        let (mut second, second_task) = connect(&state, 2);
+        ask(&mut second, 200_000).await;
+        assert!(closed(second_task).await, "closed by the server-wide budget");
+        assert_eq!(state.limits.trigger_count(Cap::PendingResponseBytes), 1);
+        // The first, still waiting, gets its whole answer once it reads, and gives back.
+        assert!(read_answer(&mut first).await > 200_000);
+        assert_eq!(state.limits.pending_response_bytes.used(), 0);
+        drop(first);
+        assert!(closed(first_task).await);
+    }
+
+    // Paused time: the idle timeout passes without waiting for it.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_takes_no_answer_for_the_idle_timeout_is_closed() {
+        let (state, _dir) = state_with(|c| c.server_channel_max_idle_time_seconds = 30, &[50_000]);
+        let (mut sleeper, sleeping) = connect(&state, 1);
+        ask(&mut sleeper, 50_000).await;
+        let asked = Instant::now();
+        assert!(closed(sleeping).await);
+        assert!(asked.elapsed() >= Duration::from_secs(30), "not before the idle timeout");
+        assert_eq!(state.limits.trigger_count(Cap::WriteTimeout), 1);
+        assert_eq!(state.limits.pending_response_bytes.used(), 0);
+    }
 
     #[test]
     fn a_read_buffer_is_kept_only_between_close_large_frames() {

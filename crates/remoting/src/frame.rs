@@ -230,7 +230,14 @@ impl Decoder for RemotingCodec {
             // more than twice what it really sent, and a multi-MB registration is copied into
             // larger buffers a logarithmic number of times (less than its size in all).
             let missing = len - src.len();
-            src.reserve(missing.min(src.len().max(RESERVE_CHUNK)));
+            let want = missing.min(src.len().max(RESERVE_CHUNK));
+            if src.capacity() - src.len() < want {
+                // An allocation of exactly this size (`reserve` may double the capacity, and
+                // so hold three times what arrived).
+                let mut grown = BytesMut::with_capacity(src.len() + want);
+                grown.extend_from_slice(src);
+                *src = grown;
+            }
             return Ok(None);
         }
         self.pending = None;
@@ -350,6 +357,29 @@ mod tests {
         assert!(capacities[0] <= RESERVE_CHUNK + 64, "prefix alone: {capacities:?}");
         let grown = capacities.windows(2).filter(|w| w[1] > w[0]).count();
         assert!(grown <= 8, "3 MiB from 64 KiB by doubling: {capacities:?}");
+    }
+
+    #[test]
+    fn a_sender_never_makes_the_buffer_hold_more_than_twice_what_it_sent() {
+        let body = vec![b'x'; 3 << 20];
+        let frame = encode_to_bytes(&RemotingCommand::default().with_body(body)).unwrap();
+        let mut codec = RemotingCodec::new();
+        let mut buf = BytesMut::new();
+        // Arrivals of every size, as a socket may deliver them.
+        let mut fed = 0;
+        let mut step = 1;
+        while codec.decode(&mut buf).unwrap().is_none() {
+            let received = fed.max(4) - 4;
+            assert!(
+                buf.capacity() <= 2 * received + RESERVE_CHUNK + 64,
+                "{} held for {received} received",
+                buf.capacity()
+            );
+            let n = step.min(frame.len() - fed);
+            buf.extend_from_slice(&frame[fed..fed + n]);
+            fed += n;
+            step = step * 3 % 200_003 + 1;
+        }
     }
 
     #[test]

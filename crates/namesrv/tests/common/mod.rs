@@ -20,8 +20,10 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
+    /// The server's state (its counters, budgets and tables).
+    pub state: std::sync::Arc<namesrv::State>,
     stop: Option<oneshot::Sender<()>>,
-    handle: Option<JoinHandle<Result<(), namesrv::RunError>>>,
+    handle: Option<JoinHandle<()>>,
 }
 
 impl TestServer {
@@ -44,13 +46,14 @@ impl TestServer {
             ..Config::default()
         };
         adjust(&mut config);
+        let state = namesrv::build_state(config).expect("server state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
-        let handle = tokio::spawn(namesrv::run(listener, config, async move {
+        let handle = tokio::spawn(namesrv::server::serve(listener, state.clone(), async move {
             let _ = stopped.await;
         }));
-        Self { addr, dir, stop: Some(stop), handle: Some(handle) }
+        Self { addr, dir, state, stop: Some(stop), handle: Some(handle) }
     }
 
     /// A new raw connection.
@@ -79,8 +82,7 @@ impl TestServer {
             tokio::time::timeout(ANSWER_TIMEOUT, handle)
                 .await
                 .expect("server stops in time")
-                .expect("server task")
-                .expect("server ran");
+                .expect("server task");
         }
         let dir = tempfile::tempdir().expect("temp dir");
         std::mem::replace(&mut self.dir, dir)
@@ -184,6 +186,13 @@ impl RawConn {
     pub async fn write(&mut self, bytes: &[u8]) {
         use tokio::io::AsyncWriteExt;
         self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// Writes `bytes` as they are; false when the server closed the connection meanwhile (a
+    /// hostile client's write may be cut short).
+    pub async fn try_write(&mut self, bytes: &[u8]) -> bool {
+        use tokio::io::AsyncWriteExt;
+        self.stream.write_all(bytes).await.is_ok()
     }
 
     /// Writes `cmd` encoded by the remoting codec (its opaque as given).
