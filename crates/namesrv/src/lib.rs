@@ -11,14 +11,15 @@ pub mod handler;
 pub mod kv;
 pub mod lane;
 pub mod limits;
-mod persist;
-pub mod properties;
 pub mod route;
 pub mod server;
 pub mod shutdown;
 pub mod snapshot;
 pub mod state;
 pub mod transport;
+
+pub(crate) use conf::persist;
+pub use conf::properties;
 
 use std::future::Future;
 use std::path::Path;
