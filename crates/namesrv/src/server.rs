@@ -98,6 +98,11 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
         let _ = task.await;
     }
     crate::snapshot::write_final(&state).await;
+    // A large KV store's journal folded into kvConfig.json: the file is whole for Java.
+    let kv = Arc::clone(&state.kv);
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || kv.compact()).await {
+        warn!(error = %e, "KV journal not compacted at shutdown; it is replayed at the next start");
+    }
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     info!("nameserver stopped");
