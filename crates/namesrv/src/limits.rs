@@ -185,6 +185,10 @@ impl Held {
     /// Holds `bytes` in all (taking or giving back the difference); false, holding what it
     /// held, when taking more would pass `limit`.
     pub fn set(&mut self, bytes: u64, limit: u64) -> bool {
+        if bytes == self.bytes {
+            // The common case (a frame that arrived whole): no shared counter touched.
+            return true;
+        }
         if bytes > self.bytes {
             if !self.budget.try_take(bytes - self.bytes, limit) {
                 return false;

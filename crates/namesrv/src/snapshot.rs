@@ -231,14 +231,29 @@ fn wall_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Writes the snapshot (if changed) on the blocking pool; `None` without a snapshot file.
-async fn write(state: &Arc<State>) -> Option<std::io::Result<bool>> {
+/// Writes the snapshot (if changed); `None` without a snapshot file. The work runs on a
+/// thread of its own, when `low_priority` at the registration lane's priority (encoding a
+/// 100,000-topic table takes a few hundred milliseconds of CPU: route reads come first), and
+/// is waited for from the blocking pool (so tokio knows the server is busy, also under a
+/// paused test clock).
+async fn write(state: &Arc<State>, low_priority: bool) -> Option<std::io::Result<bool>> {
     state.route_snapshot.as_ref()?;
     let state = Arc::clone(state);
     tokio::task::spawn_blocking(move || {
-        let file = state.route_snapshot.as_ref()?;
-        // Failures are logged (once per failing streak) and counted inside.
-        Some(file.write_if_changed(&state.routes, wall_ms()))
+        std::thread::Builder::new()
+            .name("route-snapshot".to_owned())
+            .spawn(move || {
+                if low_priority {
+                    crate::lane::lower_priority(crate::lane::LANE_NICE);
+                }
+                let file = state.route_snapshot.as_ref()?;
+                // Failures are logged (once per failing streak) and counted inside.
+                Some(file.write_if_changed(&state.routes, wall_ms()))
+            })
+            .ok()?
+            .join()
+            .ok()
+            .flatten()
     })
     .await
     .ok()
@@ -253,7 +268,7 @@ pub async fn writer_loop(state: Arc<State>, mut shutdown: Shutdown) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticker.tick() => drop(write(&state).await),
+            _ = ticker.tick() => drop(write(&state, true).await),
             () = shutdown.recv() => break,
         }
     }
@@ -263,7 +278,8 @@ pub async fn writer_loop(state: Arc<State>, mut shutdown: Shutdown) {
 pub async fn write_final(state: &Arc<State>) {
     let Some(file) = &state.route_snapshot else { return };
     let path = file.path().display();
-    match write(state).await {
+    // At normal priority: a busy machine must not hold up the shutdown.
+    match write(state, false).await {
         Some(Ok(true)) => info!(%path, "route snapshot written at shutdown"),
         Some(Ok(false)) => info!(%path, "route snapshot already current at shutdown"),
         Some(Err(_)) | None => {

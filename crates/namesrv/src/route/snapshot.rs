@@ -69,7 +69,85 @@ pub struct SnapshotInfo {
     pub live: usize,
 }
 
-#[derive(Serialize, Deserialize)]
+// The written form borrows from the table; the read form (below) owns its strings. Both have
+// the same field names.
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PayloadOut<'a> {
+    written_at_ms: u64,
+    clusters: Sorted<&'a str, Vec<&'a str>>,
+    groups: Vec<GroupOut<'a>>,
+    live: Vec<LiveOut<'a>>,
+    topics: Sorted<&'a str, Queues<'a>>,
+    filters: Vec<FilterOut<'a>>,
+    mappings: Sorted<&'a str, &'a BTreeMap<String, TopicQueueMappingInfo>>,
+}
+
+/// Entries already in key order, written as a JSON object.
+struct Sorted<K, V>(Vec<(K, V)>);
+
+impl<K: Serialize, V: Serialize> Serialize for Sorted<K, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// A topic's queues, written as `QueueData` objects.
+struct Queues<'a>(&'a [(Arc<str>, QueueSpec)]);
+
+impl Serialize for Queues<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|(broker, spec)| QueueOut {
+            broker_name: broker,
+            perm: spec.perm,
+            read_queue_nums: spec.read_queue_nums,
+            topic_sys_flag: spec.topic_sys_flag,
+            write_queue_nums: spec.write_queue_nums,
+        }))
+    }
+}
+
+/// `QueueData`'s fields, borrowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct QueueOut<'a> {
+    broker_name: &'a str,
+    perm: i32,
+    read_queue_nums: i32,
+    topic_sys_flag: i32,
+    write_queue_nums: i32,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupOut<'a> {
+    cluster: &'a str,
+    name: &'a str,
+    addrs: Sorted<i64, &'a str>,
+    zone_name: Option<&'a str>,
+    enable_acting_master: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LiveOut<'a> {
+    cluster: &'a str,
+    addr: &'a str,
+    timeout_ms: i64,
+    data_version: DataVersion,
+    ha_server_addr: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FilterOut<'a> {
+    cluster: &'a str,
+    addr: &'a str,
+    servers: &'a [String],
+}
+
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Payload {
     written_at_ms: u64,
@@ -84,7 +162,7 @@ struct Payload {
     mappings: BTreeMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct GroupRecord {
     cluster: String,
@@ -94,7 +172,7 @@ struct GroupRecord {
     enable_acting_master: bool,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LiveRecord {
     cluster: String,
@@ -104,7 +182,7 @@ struct LiveRecord {
     ha_server_addr: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct FilterRecord {
     cluster: String,
@@ -114,62 +192,55 @@ struct FilterRecord {
 
 impl RouteTable {
     /// The snapshot bytes of this table, stamped `written_at_ms` (see the module docs).
+    /// Serialized from borrowed views of the table (no string is copied), in sorted order.
     pub fn to_snapshot(&self, written_at_ms: u64) -> Vec<u8> {
-        let mut payload = Payload {
+        let mut live: Vec<_> = self
+            .live
+            .iter()
+            .map(|(cluster, addr, live)| LiveOut {
+                cluster,
+                addr,
+                timeout_ms: live.timeout_ms,
+                data_version: live.data_version,
+                ha_server_addr: &live.ha_server_addr,
+            })
+            .collect();
+        live.sort_unstable_by(|a, b| (a.cluster, a.addr).cmp(&(b.cluster, b.addr)));
+        let mut filters: Vec<_> = self
+            .filters
+            .iter()
+            .map(|(cluster, addr, servers)| FilterOut { cluster, addr, servers })
+            .collect();
+        filters.sort_unstable_by(|a, b| (a.cluster, a.addr).cmp(&(b.cluster, b.addr)));
+        let mut topics: Vec<_> =
+            self.topics.iter().map(|(t, e)| (&**t, Queues(&e.queues))).collect();
+        topics.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut mappings: Vec<_> = self.mappings.iter().map(|(t, m)| (&**t, &**m)).collect();
+        mappings.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let payload = PayloadOut {
             written_at_ms,
-            clusters: self
-                .clusters
-                .iter()
-                .map(|(c, names)| (c.to_string(), names.iter().map(|n| n.to_string()).collect()))
-                .collect(),
+            clusters: Sorted(
+                self.clusters
+                    .iter()
+                    .map(|(c, names)| (&**c, names.iter().map(|n| &**n).collect()))
+                    .collect(),
+            ),
             groups: self
                 .groups
                 .values()
-                .map(|g| GroupRecord {
-                    cluster: g.cluster.to_string(),
-                    name: g.name.to_string(),
-                    addrs: g.addrs.iter().map(|(id, a)| (*id, a.to_string())).collect(),
-                    zone_name: g.zone_name.clone(),
+                .map(|g| GroupOut {
+                    cluster: &g.cluster,
+                    name: &g.name,
+                    addrs: Sorted(g.addrs.iter().map(|(id, a)| (*id, &**a)).collect()),
+                    zone_name: g.zone_name.as_deref(),
                     enable_acting_master: g.enable_acting_master,
                 })
                 .collect(),
-            live: self
-                .live
-                .iter()
-                .map(|(cluster, addr, live)| LiveRecord {
-                    cluster: cluster.to_string(),
-                    addr: addr.to_string(),
-                    timeout_ms: live.timeout_ms,
-                    data_version: live.data_version,
-                    ha_server_addr: live.ha_server_addr.clone(),
-                })
-                .collect(),
-            topics: self
-                .topics
-                .iter()
-                .map(|(topic, entry)| {
-                    let queues = entry.queues.iter().map(|(b, spec)| spec.to_queue_data(b));
-                    (topic.to_string(), queues.collect())
-                })
-                .collect(),
-            filters: self
-                .filters
-                .iter()
-                .map(|(cluster, addr, servers)| FilterRecord {
-                    cluster: cluster.to_string(),
-                    addr: addr.to_string(),
-                    servers: servers.to_vec(),
-                })
-                .collect(),
-            mappings: self
-                .mappings
-                .iter()
-                .map(|(topic, by_broker)| (topic.to_string(), (**by_broker).clone()))
-                .collect(),
+            live,
+            topics: Sorted(topics),
+            filters,
+            mappings: Sorted(mappings),
         };
-        // Deterministic bytes: the live and filter tables are hash maps.
-        payload.live.sort_by(|a, b| (&a.cluster, &a.addr).cmp(&(&b.cluster, &b.addr)));
-        payload.filters.sort_by(|a, b| (&a.cluster, &a.addr).cmp(&(&b.cluster, &b.addr)));
         // Serializing plain data into a Vec cannot fail.
         let json = serde_json::to_vec(&payload).unwrap_or_default();
         let mut out = format!(
