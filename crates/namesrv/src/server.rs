@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
@@ -23,18 +23,39 @@ use tracing::{debug, info, warn};
 use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch::dispatch;
 use crate::limits::{Admitted, Cap, Held};
+use crate::listen::Listeners;
+use crate::metrics::RequestResult;
 use crate::shutdown::{self, Shutdown};
-use crate::state::{ConnCtx, State};
+use crate::state::{ConnCtx, Readiness, State};
+use crate::transport::Counted;
 
 /// How long connections may take to drain after shutdown before they are dropped.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-/// Serves `listener` with `state` until `shutdown` completes, then stops accepting, lets every
-/// connection answer what it has already received, stops the background tasks and returns.
-pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Future<Output = ()>) {
+/// Serves the remoting listener (and the HTTP listener, if any) with `state` until `shutdown`
+/// completes, then: `/readyz` turns 503, the server stops accepting (after the graceful window,
+/// if configured), lets every connection answer what it has already received, stops the
+/// background tasks, and only then stops the HTTP listener (so `/healthz` answers to the end).
+pub async fn serve(
+    listeners: impl Into<Listeners>,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let Listeners { remoting: listener, http } = listeners.into();
+    if let Ok(addr) = listener.local_addr() {
+        state.set_remoting_addr(addr);
+    }
+    let (http_trigger, mut http_shutdown) = shutdown::channel();
+    let http_task =
+        http.map(|http| {
+            tokio::spawn(crate::http::serve(http, state.clone(), async move {
+                http_shutdown.recv().await
+            }))
+        });
     let (trigger, conn_shutdown) = shutdown::channel();
     let background = crate::background::spawn_all(&state, &trigger);
     let mut conns = JoinSet::new();
+    state.set_readiness(Readiness::Ready);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -56,6 +77,7 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
             _ = &mut shutdown => break,
         }
     }
+    state.set_readiness(Readiness::Draining);
     info!("shutdown requested: no longer accepting connections");
     // Connections closed by the shutdown itself no longer unregister their brokers: the final
     // route snapshot keeps them for the next start.
@@ -105,6 +127,11 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
     }
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
+    state.events.close();
+    http_trigger.trigger();
+    if let Some(task) = http_task {
+        let _ = task.await;
+    }
     info!("nameserver stopped");
 }
 
@@ -135,12 +162,21 @@ async fn accept_one(
     }
     let (id, close) = state.open_connection();
     match state.negotiate(tcp, peer).await {
-        Ok((stream, real_peer)) => {
-            let ctx = ConnCtx { id, peer: real_peer, close };
-            let stream = crate::transport::Fair::new(stream);
+        Ok(negotiated) => {
+            let metrics = &state.metrics;
+            let labels = metrics.connection_opened(negotiated.tls, negotiated.proxied);
+            let ctx = ConnCtx { id, peer: negotiated.peer, close };
+            let counters = metrics
+                .enabled()
+                .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
+            let stream = crate::transport::Fair::new(Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
+            state.metrics.connection_closed(&labels);
         }
-        Err(e) => debug!(%peer, error = %e, "connection refused during negotiation"),
+        Err(e) => {
+            state.metrics.connections_refused.get_or_create(&[("reason", e.reason())]).inc();
+            debug!(%peer, error = %e, "connection refused during negotiation");
+        }
     }
     state.connection_closed(id);
 }
@@ -172,10 +208,15 @@ pub async fn serve_connection<S>(
     let mut large_frames = LargeFrames::default();
     // False once a write failed or a cap closed the connection: nothing more is written.
     let mut writable = true;
+    // Request timing (metricsEnable): a request's time starts where the previous answer of
+    // the batch ended (one clock read per request), or when it is taken up after a wait.
+    let timing = state.metrics.enabled();
+    let mut mark: Option<std::time::Instant> = None;
     loop {
         let next = match framed.next().now_or_never() {
             Some(item) => item,
             None => {
+                mark = None;
                 if flush(&mut framed, state, ctx, &clock).await.is_err() {
                     writable = false;
                     break;
@@ -200,6 +241,8 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
+                let started = timing.then(|| mark.unwrap_or_else(std::time::Instant::now));
+                let (code, counted) = (request.code, !request.is_response());
                 if framed.read_buffer().capacity() - framed.read_buffer().len() < READ_ROOM / 2 {
                     // Room for the next batch in one read (tokio-util reserves a single byte,
                     // so reads into the tail of a nearly full buffer came in small pieces).
@@ -212,6 +255,7 @@ pub async fn serve_connection<S>(
                     writable = false;
                     break;
                 }
+                let result;
                 if request.code == ROUTE_CODE
                     && crate::handler::route::write_route(
                         state,
@@ -220,12 +264,23 @@ pub async fn serve_connection<S>(
                     )
                 {
                     // Answered in place.
+                    result = RequestResult::Answered(SUCCESS);
                 } else if let Some(response) = dispatch(state, ctx, request).await {
+                    result = RequestResult::Answered(response.code);
                     // Below the backpressure boundary (flushed above), so `feed` only encodes.
                     if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                         writable = false;
                         break;
+                    }
+                } else {
+                    result = RequestResult::Oneway;
+                }
+                if let Some(started) = started {
+                    if counted {
+                        let now = std::time::Instant::now();
+                        state.metrics.requests.record(code, result, now - started);
+                        mark = Some(now);
                     }
                 }
                 if large && large_frames.handled(Instant::now()) {
@@ -343,6 +398,8 @@ where
 
 /// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
 const ROUTE_CODE: i32 = remoting::RequestCode::GetRouteinfoByTopic.to_i32();
+
+const SUCCESS: i32 = remoting::ResponseCode::Success.to_i32();
 
 /// See `set_backpressure_boundary` in [`serve_connection`].
 const WRITE_BATCH: usize = 64 * 1024;

@@ -8,6 +8,7 @@ mod register;
 mod snapshot;
 mod unchanged;
 mod unregister;
+mod view;
 
 use remoting::body::{
     DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper, TopicRouteData,
