@@ -1,7 +1,8 @@
 //! Bounded resources under hostile or broken clients: the connection count, the server-wide
 //! byte budgets for partially received frames and for answers waiting for their reader, and a
-//! counter per cap that triggered (with a rate-limited log line), ready for the metrics
-//! registry.
+//! counter per cap that triggered (with a rate-limited log line). The metrics read them at
+//! scrape time (`resource_caps_triggered_total{kind}`, `pending_frame_bytes`,
+//! `pending_response_bytes`: `metrics.rs`).
 //!
 //! The caps themselves are config keys (`serverMaxConnections`, `serverFrameTimeoutSeconds`,
 //! `com.rocketmq.remoting.frameMaxLength`, `serverMaxPendingFrameBytes`,

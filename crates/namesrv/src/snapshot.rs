@@ -47,7 +47,8 @@ impl Restored {
     }
 }
 
-/// Counters of the snapshot file, ready for the metrics registry.
+/// Counters of the snapshot file, read by the metrics at scrape time
+/// (`route_snapshot_writes_total`, `route_snapshot_age_seconds`, `route_snapshot_size_bytes`).
 #[derive(Debug, Default)]
 pub struct SnapshotStats {
     writes_ok: AtomicU64,

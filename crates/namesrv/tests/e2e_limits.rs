@@ -32,7 +32,7 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
 
 #[tokio::test]
 async fn connections_beyond_the_cap_are_closed_at_once_and_the_others_served() {
-    let server = TestServer::start_with(|c| c.server_max_connections = 3).await;
+    let server = TestServer::start_with_http(|c| c.server_max_connections = 3).await;
     let mut open = Vec::new();
     for _ in 0..3 {
         let mut conn = server.connect().await;
@@ -51,6 +51,15 @@ async fn connections_beyond_the_cap_are_closed_at_once_and_the_others_served() {
         .await;
     let mut again = server.connect().await;
     assert_eq!(again.call(ping()).await.code, 0);
+    // Counted in the metrics, by kind.
+    let scrape = server.get("/metrics").await.body;
+    assert!(
+        scrape.contains("rocketmq_namesrv_resource_caps_triggered_total{kind=\"connections\"} 1"),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains("rocketmq_namesrv_resource_caps_triggered_total{kind=\"frame_timeout\"} 0")
+    );
 }
 
 // Paused time: the deadline passes without waiting for it.

@@ -78,12 +78,24 @@ async fn a_graceful_restart_serves_every_route_before_any_broker_registers_again
     drop(brokers);
     assert!(snapshot_path(&dir).exists(), "written at shutdown");
 
-    let server = TestServer::start_in(dir, |_| {}).await;
+    let size = std::fs::metadata(snapshot_path(&dir)).expect("snapshot").len();
+    let server = TestServer::start_in_with_http(dir, |_| {}).await;
     let mut client = server.connect().await;
     let routes_after =
         [client.route("T1").await, client.route("T2").await, client.route("B").await];
     assert_eq!(routes_after, routes_before);
     assert_eq!(cluster_info(&mut client).await, cluster_before);
+    // The metrics say where the routes came from.
+    let scrape = server.get("/metrics").await.body;
+    for line in [
+        "rocketmq_namesrv_route_snapshot_loads_total{result=\"loaded\"} 1".to_owned(),
+        "rocketmq_namesrv_route_snapshot_loads_total{result=\"missing\"} 0".to_owned(),
+        format!("rocketmq_namesrv_route_snapshot_size_bytes {size}"),
+        "rocketmq_namesrv_route_snapshot_writes_total{result=\"ok\"} 0".to_owned(),
+    ] {
+        assert!(scrape.contains(&line), "{line} in {scrape}");
+    }
+    assert!(scrape.contains("rocketmq_namesrv_route_snapshot_age_seconds "));
 }
 
 #[tokio::test]

@@ -46,6 +46,14 @@ impl TestServer {
         Self::start_full(dir, adjust, true).await
     }
 
+    /// [`TestServer::start_in`] with an HTTP listener on 127.0.0.1:0 too.
+    pub async fn start_in_with_http(
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
+        Self::start_full(dir, adjust, true).await
+    }
+
     /// A server using `dir` for its files (to restart on the same KV file).
     pub async fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
         Self::start_full(dir, adjust, false).await
