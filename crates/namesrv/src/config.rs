@@ -85,9 +85,11 @@ conf::config_struct! {
     config_black_list: String = "configBlackList", "configBlackList;configStorePath;kvConfigPath".to_owned();
 
     // ---- NettyServerConfig ----
-    /// `bindAddress`: listen address (hostname, IPv4 or IPv6).
+    /// `bindAddress`: listen address (hostname, IPv4 or IPv6). Read at start;
+    /// UPDATE_NAMESRV_CONFIG may not change it (Java persists it for the next start).
     bind_address: String = "bindAddress", "0.0.0.0".to_owned();
-    /// `listenPort`: 0 lets the OS choose.
+    /// `listenPort`: 0 lets the OS choose. Read at start; UPDATE_NAMESRV_CONFIG may not change
+    /// it (Java persists it, and a bad port then stops the next start).
     listen_port: i32 = "listenPort", 9876;
     /// `serverWorkerThreads`.
     server_worker_threads: i32 = "serverWorkerThreads", 8;
@@ -213,10 +215,12 @@ conf::config_struct! {
     /// `/healthz` and `/readyz`, the JSON API under `/api/v1/`, the dashboard at `/`, the
     /// address server at `/rocketmq/nsaddr`). Default 8080, the port the Java client's
     /// address-server lookup uses when `rocketmq.namesrv.domain` has none; `0` disables the
-    /// listener. A port already taken stops start-up. Read once at start.
+    /// listener. A port already taken stops start-up. Read once at start; UPDATE_NAMESRV_CONFIG
+    /// may not change it (the probes would lose the server at the next start).
     http_listen_port: i32 = "httpListenPort", 8080;
     /// `httpBindAddress`: address the HTTP listener binds (hostname, IPv4 or IPv6). Unset (the
-    /// default): the same as `bindAddress`. Read once at start.
+    /// default): the same as `bindAddress`. Read once at start; UPDATE_NAMESRV_CONFIG may not
+    /// change it.
     http_bind_address: Option<String> = "httpBindAddress", None;
     /// `metricsEnable`: record per-request metrics and serve `/metrics` (default `true`). With
     /// `false` the connection path reads no clock and counts nothing per request, and
@@ -301,6 +305,10 @@ const UPDATE_FLOORS: &[(&str, i64, &str)] = &[
     ),
 ];
 
+/// Where the server listens: an update may not change them (the next start would leave the
+/// address clients, brokers and probes use, or fail to bind).
+const RESTART_ONLY: [&str; 4] = ["listenPort", "bindAddress", "httpListenPort", "httpBindAddress"];
+
 /// Keys of [`UPDATE_FLOORS`] for which 0 means "off".
 const ZERO_IS_OFF: &[&str] = &["serverChannelMaxIdleTimeSeconds", "serverFrameTimeoutSeconds"];
 
@@ -360,19 +368,12 @@ impl Config {
                 ),
             )
         };
-        if self.listen_port != running.listen_port {
-            return Err(restart_only(
-                "listenPort",
-                self.listen_port.to_string(),
-                running.listen_port.to_string(),
-            ));
-        }
-        if self.bind_address != running.bind_address {
-            return Err(restart_only(
-                "bindAddress",
-                self.bind_address.clone(),
-                running.bind_address.clone(),
-            ));
+        for key in RESTART_ONLY {
+            let (value, now) = (self.get(key), running.get(key));
+            if value != now {
+                let shown = |v: Option<String>| v.unwrap_or_else(|| "unset".to_owned());
+                return Err(restart_only(key, shown(value), shown(now)));
+            }
         }
         for &(key, min, why) in UPDATE_FLOORS {
             let Some(value) = self.get(key) else { continue };

@@ -235,6 +235,8 @@ fn updates_that_would_break_the_server_are_refused_and_nothing_is_applied() {
         ("listenPort=1\n", "listenPort"),
         ("listenPort=10000\n", "listenPort"),
         ("bindAddress=10.1.2.3\n", "bindAddress"),
+        ("httpListenPort=1\n", "httpListenPort"),
+        ("httpBindAddress=10.1.2.3\n", "httpBindAddress"),
         ("serverFrameTimeoutSeconds=1\n", "serverFrameTimeoutSeconds"),
         ("scanNotActiveBrokerInterval=1\n", "scanNotActiveBrokerInterval"),
         ("com.rocketmq.remoting.frameMaxLength=65536\n", "com.rocketmq.remoting.frameMaxLength"),
