@@ -23,7 +23,8 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let serialize_type = config.effective_serialize_type();
+    let embedded = namesrv::controller::controller_config(&config)?;
     // KV store, TLS and the route snapshot are loaded before the ports open: the first client
     // finds the routes already there.
     let state = tokio::task::block_in_place(|| namesrv::build_state(config))?;
@@ -66,7 +68,19 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         Some(addr) => println!("HTTP (metrics, probes, API, dashboard) on http://{addr}/"),
         None => println!("HTTP listener disabled (httpListenPort=0)"),
     }
-    namesrv::server::serve(listeners, state, shutdown_signal()).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let controller =
+        embedded.map(|c| namesrv::controller::spawn(c, None, stop.clone().cancelled_owned()));
+    let signal = stop.clone();
+    namesrv::server::serve(listeners, state, async move {
+        shutdown_signal().await;
+        signal.cancel();
+    })
+    .await;
+    stop.cancel();
+    if let Some(task) = controller {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+    }
     Ok(())
 }
 
