@@ -51,11 +51,13 @@ fn main() -> ExitCode {
 async fn serve(config: Config) -> anyhow::Result<()> {
     // Every config check before any port is taken (a bad key is reported as itself).
     let embedded = namesrv::controller::controller_config(&config)?;
-    let listeners = namesrv::listen::bind(&config).await?;
+    let serialize_type = config.effective_serialize_type();
+    // KV store, TLS and the route snapshot are loaded before the ports open: the first client
+    // finds the routes already there.
+    let state = tokio::task::block_in_place(|| namesrv::build_state(config))?;
+    let listeners = namesrv::listen::bind(&state.config.snapshot()).await?;
     let local = listeners.remoting.local_addr()?;
     let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
-    let serialize_type = config.effective_serialize_type();
-    let state = namesrv::build_state(config)?;
     let shutdown = shutdown_signal();
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
