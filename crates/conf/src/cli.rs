@@ -1,6 +1,7 @@
-//! The start-up command line of a RocketMQ server binary, Java's options: `-c` config file,
-//! `-p` print every key, `-h` help, `-n` name server list (accepted and ignored). Parsed with
-//! clap, reported Java-style. Prints nothing itself.
+//! The start-up plumbing of a RocketMQ server binary: the command line with Java's options
+//! (`-c` config file, `-p` print every key, `-h` help, `-n` name server list, accepted and
+//! ignored), parsed with clap and reported Java-style (nothing printed here); logging to stderr
+//! under `RUST_LOG`; the shutdown signal.
 //!
 //! Exit codes the binary should use: 0 after help or `-p`; [`CliError::exit_code`] otherwise
 //! (1 for a usage error like Java's `ServerUtil#parseCmdLine`, not clap's 2; 255 for a config
@@ -147,5 +148,41 @@ fn usage_message(err: &clap::Error) -> String {
             let first = rendered.lines().next().unwrap_or("invalid command line");
             first.strip_prefix("error: ").unwrap_or(first).to_owned()
         }
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (or `default_filter` when unset), colours only on a
+/// terminal.
+pub fn init_logging(default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter)),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
