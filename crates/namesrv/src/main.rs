@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use namesrv::cli::{parse_cli, CliAction};
 use namesrv::Config;
-use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -21,14 +20,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code() & 0xFF).unwrap_or(1));
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    conf::cli::init_logging("info,openraft=warn");
     if let Some(message) = config.load_message() {
         println!("{message}");
     }
@@ -58,7 +50,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let listeners = namesrv::listen::bind(&state.config.snapshot()).await?;
     let local = listeners.remoting.local_addr()?;
     let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
-    let shutdown = shutdown_signal();
+    let shutdown = conf::cli::shutdown_signal();
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
         match serialize_type {
@@ -84,35 +76,4 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
     }
     Ok(())
-}
-
-/// Completes on SIGTERM or SIGINT (Ctrl-C). The handlers are installed by this call, not at the
-/// first poll, so a signal that arrives right after the boot line is a graceful stop.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let term = signal(SignalKind::terminate());
-        let interrupt = signal(SignalKind::interrupt());
-        async move {
-            match (term, interrupt) {
-                (Ok(mut term), Ok(mut interrupt)) => {
-                    tokio::select! {
-                        _ = term.recv() => {}
-                        _ = interrupt.recv() => {}
-                    }
-                }
-                (Ok(mut one), Err(_)) | (Err(_), Ok(mut one)) => {
-                    one.recv().await;
-                }
-                (Err(_), Err(_)) => std::future::pending().await,
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }
