@@ -15,6 +15,8 @@ use arc_swap::{ArcSwap, Guard};
 use remoting::SerializeType;
 use thiserror::Error;
 
+pub use keyref::{JavaOrigin, KeyInfo};
+
 use crate::persist;
 use crate::properties::{self, PropertiesError};
 
@@ -78,6 +80,8 @@ pub enum ConfigUpdateError {
 
 /// A config value type: conversion from and to the properties text.
 trait Value: Sized {
+    /// The type as the key reference names it.
+    const TYPE: &'static str;
     /// Converts a raw value; `Err` says what was expected.
     fn parse(raw: &str) -> Result<Self, &'static str>;
     /// The text form; `None` means unset (skipped in 319 output, empty in `-p` output).
@@ -90,6 +94,7 @@ fn java_trim(s: &str) -> &str {
 }
 
 impl Value for i32 {
+    const TYPE: &'static str = "int (32-bit)";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         raw.parse().map_err(|_| "expected a 32-bit integer")
     }
@@ -99,6 +104,7 @@ impl Value for i32 {
 }
 
 impl Value for i64 {
+    const TYPE: &'static str = "long (64-bit)";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         raw.parse().map_err(|_| "expected a 64-bit integer")
     }
@@ -108,6 +114,7 @@ impl Value for i64 {
 }
 
 impl Value for bool {
+    const TYPE: &'static str = "boolean";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         if raw.eq_ignore_ascii_case("true") {
             Ok(true)
@@ -123,6 +130,7 @@ impl Value for bool {
 }
 
 impl Value for String {
+    const TYPE: &'static str = "string";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         Ok(java_trim(raw).to_owned())
     }
@@ -132,6 +140,7 @@ impl Value for String {
 }
 
 impl Value for Option<String> {
+    const TYPE: &'static str = "string";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         Ok(Some(java_trim(raw).to_owned()))
     }
@@ -141,6 +150,7 @@ impl Value for Option<String> {
 }
 
 impl Value for Option<SerializeType> {
+    const TYPE: &'static str = "`JSON` or `ROCKETMQ`";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         match raw {
             "JSON" => Ok(Some(SerializeType::Json)),
@@ -170,20 +180,29 @@ fn home_file(file: &str) -> String {
     home.join("namesrv").join(file).to_string_lossy().into_owned()
 }
 
+/// Declares [`Config`] from the key table below: per key its `///` text, optional `#[key(...)]`
+/// markers (see [`keyref::KeyInfo`]), the Rust field, its type, the Java key name and the default.
 macro_rules! config_struct {
-    ($( $(#[$doc:meta])* $field:ident : $ty:ty = $key:literal, $default:expr; )*) => {
+    ($(
+        $(#[doc = $doc:literal])*
+        $(#[key($($marker:ident $(= $arg:expr)?),* $(,)?)])?
+        $field:ident : $ty:ty = $key:literal, $default:expr;
+    )*) => {
         /// Every nameserver setting, under Rust names; [`Config::KEYS`] lists the Java names
         /// (the keys of the `-c` file, of 318 and of 319) in Java declaration order.
         ///
         /// Which keys take effect at runtime after an update depends only on where they are
-        /// read: code that reads `SharedConfig::load()` per request sees a change at once
-        /// (Java's "Dyn" keys: `orderMessageEnable`, `returnOrderTopicConfigToBroker`,
-        /// `supportActingMaster`, `enableAllTopicList`, `enableTopicList`,
-        /// `notifyMinBrokerIdChanged`, `needWaitForService`, `waitSecondsForService`,
-        /// `deleteTopicWithBrokerRegistration`); sizes, ports and paths are read once at start.
+        /// read: code that reads `SharedConfig::load()` when it needs the value sees a change at
+        /// once; those keys carry the `dynamic` marker in the table ([`Config::key_infos`]).
+        /// Sizes, ports and paths are read once at start.
         #[derive(Debug, Clone, PartialEq)]
         pub struct Config {
-            $( $(#[$doc])* pub $field: $ty, )*
+            $(
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = concat!("Key `", $key, "`.")]
+                pub $field: $ty,
+            )*
             /// Keys no field knows (e.g. `NettyClientConfig` keys), kept as written so that 319
             /// returns them and 318 re-persists them, like Java's `Configuration` property bag.
             pub extra: BTreeMap<String, String>,
@@ -203,6 +222,26 @@ macro_rules! config_struct {
             /// The Java names of every typed key, in Java declaration order (`NamesrvConfig`,
             /// then `NettyServerConfig`, then the keys Java reads from system properties).
             pub const KEYS: &'static [&'static str] = &[$( $key, )*];
+
+            /// What the documentation says about every typed key, in [`Config::KEYS`] order: its
+            /// type, default, `///` text and markers. The book's key reference is generated
+            /// from it (`cargo test -p namesrv --test book` rewrites the page).
+            pub fn key_infos() -> Vec<KeyInfo> {
+                let defaults = Config::default();
+                let refused = defaults.black_list();
+                let infos: Vec<KeyInfo> = vec![$(
+                    KeyInfo::new(
+                        $key,
+                        <$ty as Value>::TYPE,
+                        Value::render(&defaults.$field),
+                        &[$($doc),*],
+                    ) $($( .$marker($($arg)?) )*)?
+                ),*];
+                infos
+                    .into_iter()
+                    .map(|info| if refused.contains(info.key) { info.refused() } else { info })
+                    .collect()
+            }
 
             /// The current value of a typed or extra key as text; `None` when unknown or unset.
             pub fn get(&self, key: &str) -> Option<String> {
@@ -228,114 +267,215 @@ macro_rules! config_struct {
     };
 }
 
+// The key table: one entry per key, in Java declaration order. The `///` text is the key's
+// documentation in the book (what it does, its unit, what "0" or "unset" means); markers say
+// where it comes from in Java and whether 318 changes it at once (see `config/key.rs`). After
+// adding or changing a key, run `cargo test -p namesrv --test book` twice: the first run
+// rewrites `docs/src/reference/keys.md` and fails, the second passes; commit the page.
 config_struct! {
     // ---- NamesrvConfig ----
-    /// `rocketmqHome`: install dir; default env `ROCKETMQ_HOME`. Optional here (Java exits -2
-    /// without it). Black-listed.
+    /// Java's installation directory, where it finds its logging configuration. Java refuses to
+    /// start without it; here it is optional and unused (logging is configured with `RUST_LOG`).
+    /// UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig", no_effect,
+          default_doc = "the `ROCKETMQ_HOME` environment variable; unset without it")]
     rocketmq_home: Option<String> = "rocketmqHome", std::env::var("ROCKETMQ_HOME").ok();
-    /// `kvConfigPath`: the KV store file. Black-listed.
+    /// The KV store file (JSON, the same format as Java's `kvConfig.json`, so the file moves
+    /// between the two servers): loaded at start, rewritten atomically (temporary file, fsync,
+    /// rename) before every KV change is answered. UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig", default_doc = "`$HOME/namesrv/kvConfig.json`")]
     kv_config_path: String = "kvConfigPath", home_file("kvConfig.json");
-    /// `configStorePath`: where 318 persists the config; replaced by the `-c` path. Black-listed.
+    /// Where UPDATE_NAMESRV_CONFIG persists the whole configuration (sorted `key=value` lines;
+    /// the previous content is kept in `<path>.bak`). Replaced by the `-c` file's path when one
+    /// is given, so updates survive a restart. UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig", default_doc = "`$HOME/namesrv/namesrv.properties`")]
     config_store_path: String = "configStorePath", home_file("namesrv.properties");
-    /// `productEnvName`: cluster-test upstream environment.
+    /// The upstream environment that Java's cluster-test mode queries for unknown topics.
+    /// Unused: cluster-test mode is not supported.
+    #[key(java = "NamesrvConfig", no_effect)]
     product_env_name: String = "productEnvName", "center".to_owned();
-    /// `clusterTest`: cluster-test mode (§3.3).
+    /// Java's cluster-test mode, in which every request is answered as a route query and unknown
+    /// topics are looked up in `productEnvName`. Not supported: the value is accepted and
+    /// ignored, and the server behaves as with `false`.
+    #[key(java = "NamesrvConfig", no_effect)]
     cluster_test: bool = "clusterTest", false;
-    /// `orderMessageEnable` (dynamic): add `orderTopicConf` to routes.
+    /// Adds `orderTopicConf` (the topic's entry in the KV namespace `ORDER_TOPIC_CONFIG`) to
+    /// GET_ROUTEINFO_BY_TOPIC answers, for ordered messages on clients that read it.
+    #[key(java = "NamesrvConfig", dynamic)]
     order_message_enable: bool = "orderMessageEnable", false;
-    /// `returnOrderTopicConfigToBroker` (dynamic): ORDER_TOPIC_CONFIG in REGISTER_BROKER replies.
+    /// Answers REGISTER_BROKER with the KV namespace `ORDER_TOPIC_CONFIG` as the body, so
+    /// brokers learn the ordered-topic configuration.
+    #[key(java = "NamesrvConfig", dynamic)]
     return_order_topic_config_to_broker: bool = "returnOrderTopicConfigToBroker", true;
-    /// `clientRequestThreadPoolNums`: client (route query) pool size.
+    /// Java's thread pool for route queries. Unused: requests run on the async runtime's worker
+    /// threads (one per core) and registrations on the registration lane.
+    #[key(java = "NamesrvConfig", no_effect)]
     client_request_thread_pool_nums: i32 = "clientRequestThreadPoolNums", 8;
-    /// `defaultThreadPoolNums`: default pool size.
+    /// Java's thread pool for every other request. Unused, like `clientRequestThreadPoolNums`.
+    #[key(java = "NamesrvConfig", no_effect)]
     default_thread_pool_nums: i32 = "defaultThreadPoolNums", 16;
-    /// `clientRequestThreadPoolQueueCapacity`.
+    /// The queue bound of Java's route-query pool. Unused.
+    #[key(java = "NamesrvConfig", no_effect)]
     client_request_thread_pool_queue_capacity: i32 = "clientRequestThreadPoolQueueCapacity", 50000;
-    /// `defaultThreadPoolQueueCapacity`.
+    /// The queue bound of Java's default pool. Unused.
+    #[key(java = "NamesrvConfig", no_effect)]
     default_thread_pool_queue_capacity: i32 = "defaultThreadPoolQueueCapacity", 10000;
-    /// `scanNotActiveBrokerInterval`: liveness scan period, ms.
+    /// How often, in milliseconds, the server looks for brokers whose heartbeat timeout (sent by
+    /// each broker when it registers; 120 s when it sends none) has passed, and removes them
+    /// from the routes. The first scan runs 5 s after start.
+    #[key(java = "NamesrvConfig")]
     scan_not_active_broker_interval: i64 = "scanNotActiveBrokerInterval", 5000;
-    /// `unRegisterBrokerQueueCapacity`: batch-unregister queue bound.
+    /// The bound of the queue of pending unregistrations (UNREGISTER_BROKER, closed connections,
+    /// expired brokers), applied in batches. When it is full an unregistration is refused.
+    #[key(java = "NamesrvConfig")]
     un_register_broker_queue_capacity: i32 = "unRegisterBrokerQueueCapacity", 3000;
-    /// `supportActingMaster` (dynamic): acting-master route rewrite.
+    /// When a broker group's master is gone, routes name the slave with the lowest id as the
+    /// acting master (broker id 0), for RocketMQ 5's slave-acting-master mode.
+    #[key(java = "NamesrvConfig", dynamic)]
     support_acting_master: bool = "supportActingMaster", false;
-    /// `enableAllTopicList` (dynamic): gate for GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206).
+    /// Allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206); when false it is answered with
+    /// SYSTEM_ERROR `disable`.
+    #[key(java = "NamesrvConfig", dynamic)]
     enable_all_topic_list: bool = "enableAllTopicList", true;
-    /// `enableTopicList` (dynamic): gate for 224 and 311–313.
+    /// Allows GET_TOPICS_BY_CLUSTER (224) and the unit-topic lists (311–313); when false they
+    /// are answered with SYSTEM_ERROR `disable`.
+    #[key(java = "NamesrvConfig", dynamic)]
     enable_topic_list: bool = "enableTopicList", true;
-    /// `notifyMinBrokerIdChanged` (dynamic): send NOTIFY_MIN_BROKER_ID_CHANGE.
+    /// Java pushes NOTIFY_MIN_BROKER_ID_CHANGE to a broker group's members when its lowest
+    /// broker id changes. Not sent by this server: the value is accepted and ignored.
+    #[key(java = "NamesrvConfig", no_effect)]
     notify_min_broker_id_changed: bool = "notifyMinBrokerIdChanged", false;
-    /// `enableControllerInNamesrv`: embedded controller (not supported).
+    /// Java runs the RocketMQ 5 controller inside the nameserver when true. Not supported yet:
+    /// accepted and ignored; run the controller as its own process.
+    #[key(java = "NamesrvConfig", no_effect)]
     enable_controller_in_namesrv: bool = "enableControllerInNamesrv", false;
-    /// `needWaitForService` (dynamic): refuse route queries during warm-up.
+    /// Refuses route queries (SYSTEM_ERROR `name server not ready`) for the first
+    /// `waitSecondsForService` seconds after start, so that brokers register before clients
+    /// read routes from a freshly started nameserver.
+    #[key(java = "NamesrvConfig", dynamic)]
     need_wait_for_service: bool = "needWaitForService", false;
-    /// `waitSecondsForService` (dynamic): warm-up length, seconds.
+    /// The warm-up of `needWaitForService`, in seconds from start.
+    #[key(java = "NamesrvConfig", dynamic)]
     wait_seconds_for_service: i32 = "waitSecondsForService", 45;
-    /// `deleteTopicWithBrokerRegistration` (dynamic): drop topics missing from a registration.
+    /// A full registration removes the broker's topics that are missing from it (topics deleted
+    /// on the broker then leave the routes). Meant for brokers with `enableSingleTopicRegister`.
+    #[key(java = "NamesrvConfig", dynamic)]
     delete_topic_with_broker_registration: bool = "deleteTopicWithBrokerRegistration", false;
-    /// `configBlackList`: extra keys 318 may not change, `;`-separated; read once at start.
+    /// Keys UPDATE_NAMESRV_CONFIG refuses with NO_PERMISSION, `;`-separated, on top of the fixed
+    /// `configBlackList`, `configStorePath`, `kvConfigPath` and `rocketmqHome`. Read once at
+    /// start; UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig")]
     config_black_list: String = "configBlackList", "configBlackList;configStorePath;kvConfigPath".to_owned();
 
     // ---- NettyServerConfig ----
-    /// `bindAddress`: listen address (hostname, IPv4 or IPv6).
+    /// The listen address of the remoting port: an IPv4 or IPv6 address or a host name.
+    #[key(java = "NettyServerConfig")]
     bind_address: String = "bindAddress", "0.0.0.0".to_owned();
-    /// `listenPort`: 0 lets the OS choose.
+    /// The remoting port (TCP; plaintext and TLS on the same port). 0 lets the OS choose.
+    #[key(java = "NettyServerConfig")]
     listen_port: i32 = "listenPort", 9876;
-    /// `serverWorkerThreads`.
+    /// Java's Netty handler threads. Unused: the async runtime runs one worker per core.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_worker_threads: i32 = "serverWorkerThreads", 8;
-    /// `serverCallbackExecutorThreads` (0 means 4).
+    /// Java's callback executor (0 means 4). Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_callback_executor_threads: i32 = "serverCallbackExecutorThreads", 0;
-    /// `serverSelectorThreads`: I/O threads.
+    /// Java's Netty I/O threads. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_selector_threads: i32 = "serverSelectorThreads", 3;
-    /// `serverOnewaySemaphoreValue`: limit on server-initiated oneway calls.
+    /// Java's limit on concurrent server-initiated oneway calls. Unused (the server initiates
+    /// none).
+    #[key(java = "NettyServerConfig", no_effect)]
     server_oneway_semaphore_value: i32 = "serverOnewaySemaphoreValue", 256;
-    /// `serverAsyncSemaphoreValue`: limit on server-initiated async calls.
+    /// Java's limit on concurrent server-initiated async calls. Unused (the server initiates
+    /// none).
+    #[key(java = "NettyServerConfig", no_effect)]
     server_async_semaphore_value: i32 = "serverAsyncSemaphoreValue", 64;
-    /// `serverChannelMaxIdleTimeSeconds`: all-idle close.
+    /// A connection that neither sends nor receives for this many seconds is closed (a broker's
+    /// connection closing removes the broker, like Java). An update applies to connections
+    /// accepted after it.
+    #[key(java = "NettyServerConfig", dynamic)]
     server_channel_max_idle_time_seconds: i32 = "serverChannelMaxIdleTimeSeconds", 120;
-    /// `serverSocketSndBufSize`: SO_SNDBUF, not set when 0.
+    /// SO_SNDBUF of accepted connections in Java (0: the OS default). Unused: the OS default
+    /// applies.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_socket_snd_buf_size: i32 = "serverSocketSndBufSize", 0;
-    /// `serverSocketRcvBufSize`: SO_RCVBUF, not set when 0.
+    /// SO_RCVBUF of accepted connections in Java (0: the OS default). Unused: the OS default
+    /// applies.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_socket_rcv_buf_size: i32 = "serverSocketRcvBufSize", 0;
-    /// `writeBufferHighWaterMark`: used only if both marks are > 0.
+    /// Netty's write-buffer high-water mark in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     write_buffer_high_water_mark: i32 = "writeBufferHighWaterMark", 0;
-    /// `writeBufferLowWaterMark`: used only if both marks are > 0.
+    /// Netty's write-buffer low-water mark in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     write_buffer_low_water_mark: i32 = "writeBufferLowWaterMark", 0;
-    /// `serverSocketBacklog` (Java ignores it and uses 1024).
+    /// The listen backlog. Unused, as in Java: the backlog is 1024.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_socket_backlog: i32 = "serverSocketBacklog", 1024;
-    /// `serverNettyWorkerGroupEnable`.
+    /// A Netty threading switch in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_netty_worker_group_enable: bool = "serverNettyWorkerGroupEnable", true;
-    /// `serverPooledByteBufAllocatorEnable`.
+    /// Netty's pooled buffer allocator in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_pooled_byte_buf_allocator_enable: bool = "serverPooledByteBufAllocatorEnable", true;
-    /// `enableShutdownGracefully`: GO_AWAY window before closing.
+    /// On SIGTERM or SIGINT, keep serving for `shutdownWaitTimeSeconds` while answering new
+    /// clients with GO_AWAY (so they move to another nameserver), then close. When false the
+    /// server stops accepting at once, answers what connections already sent, and exits.
+    /// Read when the shutdown begins.
+    #[key(java = "NettyServerConfig", dynamic)]
     enable_shutdown_gracefully: bool = "enableShutdownGracefully", false;
-    /// `shutdownWaitTimeSeconds`: length of that window.
+    /// The length of the graceful-shutdown window, in seconds. Read when the shutdown begins.
+    #[key(java = "NettyServerConfig", dynamic)]
     shutdown_wait_time_seconds: i32 = "shutdownWaitTimeSeconds", 30;
-    /// `useEpollNativeSelector`.
+    /// Netty's native epoll transport in Java. Unused (tokio uses epoll on Linux anyway).
+    #[key(java = "NettyServerConfig", no_effect)]
     use_epoll_native_selector: bool = "useEpollNativeSelector", false;
 
     // ---- JVM system properties in Java, read from the same file here ----
-    /// `rocketmq.serialize.type`: header serialization of our responses, `JSON` (default when
-    /// unset) or `ROCKETMQ`.
+    /// The header encoding of this server's responses: `JSON` (the default when unset) or
+    /// `ROCKETMQ` (binary). Clients read both.
+    #[key(system_property)]
     serialize_type: Option<SerializeType> = "rocketmq.serialize.type", None;
-    /// `tls.server.mode`: `disabled`, `permissive` (Java default) or `enforcing`; raw text.
+    /// TLS on the remoting port: `disabled` (a TLS handshake closes the connection),
+    /// `permissive` (TLS and plaintext on the same port; the default when unset or unknown) or
+    /// `enforcing` (plaintext closes the connection).
+    #[key(system_property)]
     tls_server_mode: Option<String> = "tls.server.mode", None;
-    /// `tls.test.mode.enable`: raw text (Java default `true`).
+    /// When `true` (the default when unset), TLS uses a self-signed certificate generated at
+    /// start and ignores `tls.server.certPath` and `tls.server.keyPath`; set `false` to serve
+    /// your own certificate.
+    #[key(system_property)]
     tls_test_mode_enable: Option<String> = "tls.test.mode.enable", None;
-    /// `tls.server.need.client.auth`: `none`, `optional` or `require`; raw text.
+    /// Client certificates: `none` (the default when unset), `optional` (verified against
+    /// `tls.server.trustCertPath` when sent) or `require`.
+    #[key(system_property)]
     tls_server_need_client_auth: Option<String> = "tls.server.need.client.auth", None;
-    /// `tls.server.keyPath`: raw text.
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with
+    /// `tls.server.keyPassword`). Reloaded without a restart when the file changes.
+    #[key(system_property)]
     tls_server_key_path: Option<String> = "tls.server.keyPath", None;
-    /// `tls.server.keyPassword`: raw text.
+    /// The password of an encrypted PKCS#8 `tls.server.keyPath`.
+    #[key(system_property)]
     tls_server_key_password: Option<String> = "tls.server.keyPassword", None;
-    /// `tls.server.certPath`: raw text.
+    /// The PEM certificate chain, leaf first. Reloaded without a restart when the file changes.
+    #[key(system_property)]
     tls_server_cert_path: Option<String> = "tls.server.certPath", None;
-    /// `tls.server.authClient`: raw text.
+    /// Java's switch for verifying client certificates. Unused: client certificates, when
+    /// `tls.server.need.client.auth` asks for them, are always verified.
+    #[key(system_property, no_effect)]
     tls_server_auth_client: Option<String> = "tls.server.authClient", None;
-    /// `tls.server.trustCertPath`: raw text.
+    /// The PEM CA certificates that client certificates must chain to. Reloaded without a
+    /// restart when the file changes.
+    #[key(system_property)]
     tls_server_trust_cert_path: Option<String> = "tls.server.trustCertPath", None;
-    /// `tls.config.file`: raw text (Java default `/etc/rocketmq/tls.properties`).
+    /// A properties file whose `tls.*` keys override these (all but `tls.server.mode`), read at
+    /// start when it exists; `/etc/rocketmq/tls.properties` when unset.
+    #[key(system_property)]
     tls_config_file: Option<String> = "tls.config.file", None;
+
+    // ---- Keys of this server only (no Java equivalent): new keys go here, no marker needed
+    // unless they are `dynamic` ----
 }
 
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
