@@ -56,6 +56,8 @@ pub struct KeyInfo {
     pub no_effect: bool,
     /// True when the update request (UPDATE_NAMESRV_CONFIG) refuses the key.
     pub refused: bool,
+    /// The accepted values when narrower than the type, e.g. `0 to 65535`.
+    pub valid: Option<String>,
 }
 
 impl KeyInfo {
@@ -81,6 +83,7 @@ impl KeyInfo {
             dynamic: false,
             no_effect: false,
             refused: false,
+            valid: None,
         }
     }
 
@@ -112,6 +115,21 @@ impl KeyInfo {
     pub fn refused(mut self) -> Self {
         self.refused = true;
         self
+    }
+
+    /// The accepted values when narrower than the type (the table's range check).
+    pub fn valid(mut self, text: String) -> Self {
+        self.valid = Some(text);
+        self
+    }
+
+    /// Where the key comes from in Java, in a word: the class, `-D`, or `none`.
+    pub fn java_source(&self) -> &'static str {
+        match self.java {
+            JavaOrigin::None => "none",
+            JavaOrigin::Class(class) => class,
+            JavaOrigin::SystemProperty => "`-D`",
+        }
     }
 
     /// What an update does to the running server, as the reference's column says it.

@@ -74,7 +74,7 @@ pub fn render_reference(page: &Reference<'_>) -> String {
         page.regenerate,
         page.intro.trim()
     );
-    out.push_str("| Key | Type | Default | Run-time change | Java equivalent |\n");
+    out.push_str("| Key | Type | Default | Run-time change | Java |\n");
     out.push_str("|---|---|---|---|---|\n");
     for key in page.keys {
         out.push_str(&format!(
@@ -84,7 +84,7 @@ pub fn render_reference(page: &Reference<'_>) -> String {
             cell(key.value_type),
             cell(&default_text(&key.default)),
             key.run_time_change(),
-            cell(&key.java_equivalent()),
+            key.java_source(),
         ));
     }
 
@@ -98,9 +98,10 @@ pub fn render_reference(page: &Reference<'_>) -> String {
         out.push_str(&format!("\n## {}\n", section_title(origin)));
         for key in page.keys.iter().filter(|k| k.java == origin) {
             out.push_str(&format!(
-                "\n### {}\n\n- Type: {}\n- Default: {}\n- Run-time change: {}\n- Java equivalent: {}\n",
+                "\n### {}\n\n- Type: {}{}\n- Default: {}\n- Run-time change: {}\n- Java equivalent: {}\n",
                 code(key.key),
                 key.value_type,
+                key.valid.as_ref().map(|v| format!(", {v}")).unwrap_or_default(),
                 default_text(&key.default),
                 key.run_time_change(),
                 key.java_equivalent(),
@@ -118,7 +119,7 @@ mod tests {
     use super::*;
 
     fn key(name: &'static str) -> KeyInfo {
-        KeyInfo::new(name, "int (32-bit)", Some("8".to_owned()), &[" Threads.", " More."])
+        KeyInfo::new(name, "int", Some("8".to_owned()), &[" Threads.", " More."])
     }
 
     #[test]
@@ -131,7 +132,7 @@ mod tests {
     #[test]
     fn a_page_has_a_summary_row_and_a_section_per_key_grouped_by_origin() {
         let keys = [
-            key("a").java("NamesrvConfig").dynamic(),
+            key("a").java("NamesrvConfig").dynamic().valid("1 to 9".to_owned()),
             key("b"),
             key("c").java("NamesrvConfig").refused(),
             key("d.e").system_property().no_effect(),
@@ -147,15 +148,18 @@ mod tests {
             page.starts_with("# Keys\n\n<!-- Generated from the table by `make it`."),
             "{page}"
         );
-        assert!(page.contains("| [`a`](#a) | int (32-bit) | `8` | at once | `NamesrvConfig.a` |"));
-        assert!(page.contains("| [`b`](#b) | int (32-bit) | `8` | next start | none |"));
-        assert!(page.contains("| [`c`](#c) | int (32-bit) | `8` | refused | `NamesrvConfig.c` |"));
-        assert!(page.contains("| [`d.e`](#de) | int (32-bit) | `8` | none (unused) | `-Dd.e` |"));
+        assert!(page.contains("| [`a`](#a) | int | `8` | at once | NamesrvConfig |"), "{page}");
+        assert!(page.contains("| [`b`](#b) | int | `8` | next start | none |"));
+        assert!(page.contains("| [`c`](#c) | int | `8` | refused | NamesrvConfig |"));
+        assert!(page.contains("| [`d.e`](#de) | int | `8` | none (unused) | `-D` |"));
         let namesrv = page.find("## Keys of Java's `NamesrvConfig`").expect("section");
         let (a, c) = (page.find("### `a`").expect("a"), page.find("### `c`").expect("c"));
         let ours = page.find("## Keys of this server only").expect("section");
         assert!(namesrv < a && a < c && c < ours, "{page}");
-        assert!(page.contains("### `b`\n\n- Type: int (32-bit)\n- Default: `8`\n"));
+        assert!(page.contains("### `b`\n\n- Type: int\n- Default: `8`\n"));
+        assert!(page.contains("### `a`\n\n- Type: int, 1 to 9\n"), "{page}");
+        assert!(page.contains("- Java equivalent: `NamesrvConfig.a`\n"));
+        assert!(page.contains("- Java equivalent: `-Dd.e`\n"));
         assert!(page.contains("\nThreads.\nMore.\n"));
         assert!(page.ends_with("More.\n"));
     }

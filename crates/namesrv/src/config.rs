@@ -94,7 +94,7 @@ fn java_trim(s: &str) -> &str {
 }
 
 impl Value for i32 {
-    const TYPE: &'static str = "int (32-bit)";
+    const TYPE: &'static str = "int";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         raw.parse().map_err(|_| "expected a 32-bit integer")
     }
@@ -104,7 +104,7 @@ impl Value for i32 {
 }
 
 impl Value for i64 {
-    const TYPE: &'static str = "long (64-bit)";
+    const TYPE: &'static str = "long";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         raw.parse().map_err(|_| "expected a 64-bit integer")
     }
@@ -240,6 +240,10 @@ macro_rules! config_struct {
                 infos
                     .into_iter()
                     .map(|info| if refused.contains(info.key) { info.refused() } else { info })
+                    .map(|info| match range_text(info.key) {
+                        Some(valid) => info.valid(valid),
+                        None => info,
+                    })
                     .collect()
             }
 
@@ -501,6 +505,19 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("serverSocketBacklog", 0, i32::MAX as i64),
     ("shutdownWaitTimeSeconds", 0, i32::MAX as i64),
 ];
+
+/// The range [`Config::validate`] enforces on `key` ([`INT_RANGES`]) in words: `0 to 65535`,
+/// `at least 1`; `None` for a key without one.
+fn range_text(key: &str) -> Option<String> {
+    let &(_, min, max) = INT_RANGES.iter().find(|(k, _, _)| *k == key)?;
+    Some(if max != i64::MAX && max != i64::from(i32::MAX) {
+        format!("{min} to {max}")
+    } else if min == 0 {
+        "0 or more".to_owned()
+    } else {
+        format!("at least {min}")
+    })
+}
 
 /// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says.
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
