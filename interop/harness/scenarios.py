@@ -440,6 +440,70 @@ def s5_two_namesrvs(env, c):
 
 
 # ---------------------------------------------------------------------------------------------
+# 10. Rolling replacement of a Java nameserver
+
+def s10_rolling_replacement(env, c):
+    """The migration the book describes: the Java nameserver `ref` (in every broker's and
+    client's list) is stopped with SIGTERM and the nameserver under test started on its address
+    with its properties file and the kvConfig.json Java wrote, while a producer sends; no send
+    may fail, and the new nameserver must end up knowing what the others know."""
+    env.ensure("a", "b")
+    ref = env.namesrvs["ref"]
+    c.require(ref.impl == "java" and ref.alive(), "the Java nameserver %s is running" % ref.addr)
+    topic = "InteropRolling"
+    create_topic(env, c, topic, ns=ref.addr)
+    ns_key, kv_key = "InteropRolling", "carried"
+    r = rm.call(ref.addr, rm.PUT_KV_CONFIG, {"namespace": ns_key, "key": kv_key, "value": "over"})
+    c.require(r.code == 0, "KV entry put on the Java nameserver (code %s)" % r.code)
+    every = env.broker_ns_list()
+    loop = env.jclient_start("5", "produce-loop", ns=every, topic=topic, durationMs=180000,
+                             intervalMs=50, timeoutMs=2000, pollMs=1000)
+    try:
+        warm = wait_until(lambda: {s[3] for s in loop_sends(loop) if s[2]} >= {"broker-a", "broker-b"}, 40, 0.2)
+        c.require(warm, "a running producer (nameservers %s, route refresh every 1 s) sends to both brokers" % every)
+        t_stop = int(time.time() * 1000)
+        env.procs.stop(ref.proc)
+        c.note("SIGTERM to the Java nameserver %s" % ref.addr)
+        ref.impl = env.impl
+        t0 = time.time()
+        ref.start()
+        ref.wait_ready(90 if ref.impl == "java" else 30)
+        c.fig("stop of the Java nameserver until %s serves on its address (s)" % ref.impl, "%.1f" % (time.time() - t0))
+        code, val = kv_get(ref.addr, ns_key, kv_key)
+        c.check(code == 0 and val == "over",
+                "the new nameserver serves the KV entry from the kvConfig.json Java wrote (%s, code %s)" % (val, code))
+
+        t0 = time.time()
+        expected = {(b.name, b.broker_id, b.addr) for b in env.brokers.values() if b.alive()}
+
+        def same_as_sut1():
+            ci = cluster_info(ref.addr)
+            if not all(broker_addrs(ci, n, i) == [addr] for n, i, addr in expected):
+                return None
+            mine, theirs = route(ref.addr, topic), route(env.sut1, topic)
+            if mine is None or theirs is None:
+                return None
+            return route_queues(mine) == route_queues(theirs) and route_brokers(mine) == route_brokers(theirs)
+        agreed = wait_until(same_as_sut1, 40, 0.25)
+        secs = time.time() - t0
+        c.check(agreed, "every live broker re-registered with the new nameserver, and its route of %s equals sut1's" % topic)
+        c.fig("re-registration until the new nameserver agrees with sut1 (s)", "%.1f" % secs)
+        time.sleep(2.0)
+        sends = loop_sends(loop)
+        after = [x for x in sends if x[0] >= t_stop]
+        failed = [x for x in after if not x[2]]
+        c.fig("running producer: sends / failed since the stop", "%d / %d" % (len(after), len(failed)))
+        c.fig("running producer: max gap (ms)", max_gap(sends, t_stop - 1000))
+        c.check(after and not failed, "zero failed sends during the replacement (%d sends, %d failed)" % (
+            len(after), len(failed)))
+    finally:
+        env.procs.kill(loop)
+    rc, out = env.jclient("5", "produce", timeout=120, ns=ref.addr, topic=topic, count=50, prefix=RUN_TAG + "-rolling")
+    r = parse_result(out)
+    c.check(rc == 0 and r.get("ok") == "50", "a producer works through the new nameserver alone (ok=%s)" % r.get("ok"))
+
+
+# ---------------------------------------------------------------------------------------------
 # 6. Older generation (4.9.x broker and client)
 
 def s6_legacy(env, c):
@@ -1129,8 +1193,10 @@ SCENARIOS = {
     7: ("Go client (rocketmq-client-go/v2 producer + consumer)", s7_go),
     8: ("Differential test against the Java nameserver", s8_differential),
     9: ("TLS: Java client and broker to an enforcing SUT, mutual TLS", s9_tls),
+    10: ("Rolling replacement of a Java nameserver (same address, kvConfig.json carried over)", s10_rolling_replacement),
 }
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
-# Scenario 9 uses nameservers and a broker of its own (stopped when it ends).
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 4]
+# Scenario 9 uses nameservers and a broker of its own (stopped when it ends). Scenario 10 turns the
+# Java nameserver `ref` into the SUT, so it runs after scenario 8, which compares the two.
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 4]
