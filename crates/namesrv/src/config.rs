@@ -7,172 +7,16 @@
 //! Unlike Java, which silently ignores a value it cannot convert, a bad value is an error that
 //! names the key and the value, both at start-up and in an update.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
 
-use arc_swap::{ArcSwap, Guard};
 use remoting::SerializeType;
-use thiserror::Error;
 
-pub use keyref::{JavaOrigin, KeyInfo};
+pub use conf::{ConfigError, ConfigUpdateError};
 
-use crate::persist;
-use crate::properties::{self, PropertiesError};
-
-/// A bad configuration: unreadable or unparsable file, or a value of the wrong type or range.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// The `-c` file could not be read.
-    #[error("cannot read config file {}: {source}", path.display())]
-    Read {
-        /// The file given with `-c`.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The `-c` file is not valid properties text.
-    #[error("cannot parse config file {}: {source}", path.display())]
-    Parse {
-        /// The file given with `-c`.
-        path: PathBuf,
-        /// What the properties reader rejected.
-        source: PropertiesError,
-    },
-    /// A value cannot be converted to the key's type, or is out of range.
-    #[error("invalid value for config key {key}: {value:?} ({reason})")]
-    InvalidValue {
-        /// The Java key name, e.g. `listenPort`.
-        key: String,
-        /// The value as written.
-        value: String,
-        /// What was expected.
-        reason: String,
-    },
-}
-
-/// Why an UPDATE_NAMESRV_CONFIG (318) was refused. `Display` is the response remark.
-#[derive(Debug, Error)]
-pub enum ConfigUpdateError {
-    /// The body is not properties text. Maps to SYSTEM_ERROR.
-    #[error("string2Properties error")]
-    Parse(#[source] PropertiesError),
-    /// A key of the body is in the black list. Maps to NO_PERMISSION.
-    #[error("Can not update config in black list.")]
-    NoPermission {
-        /// The first black-listed key found.
-        key: String,
-    },
-    /// A value is invalid; nothing was applied. Maps to SYSTEM_ERROR (Java ignores the value
-    /// silently and answers SUCCESS).
-    #[error("{0}")]
-    InvalidValue(ConfigError),
-    /// The new configuration could not be written to `configStorePath`; nothing was applied.
-    /// Maps to SYSTEM_ERROR (Java logs the error and answers SUCCESS).
-    #[error("cannot persist config to {}: {source}", path.display())]
-    Persist {
-        /// `configStorePath`.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-}
-
-/// A config value type: conversion from and to the properties text.
-trait Value: Sized {
-    /// The type as the key reference names it.
-    const TYPE: &'static str;
-    /// Converts a raw value; `Err` says what was expected.
-    fn parse(raw: &str) -> Result<Self, &'static str>;
-    /// The text form; `None` means unset (skipped in 319 output, empty in `-p` output).
-    fn render(&self) -> Option<String>;
-}
-
-/// Java `String.trim()`: strips every char <= U+0020 at both ends.
-fn java_trim(s: &str) -> &str {
-    s.trim_matches(|c: char| c <= ' ')
-}
-
-impl Value for i32 {
-    const TYPE: &'static str = "int";
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        raw.parse().map_err(|_| "expected a 32-bit integer")
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl Value for i64 {
-    const TYPE: &'static str = "long";
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        raw.parse().map_err(|_| "expected a 64-bit integer")
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl Value for bool {
-    const TYPE: &'static str = "boolean";
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        if raw.eq_ignore_ascii_case("true") {
-            Ok(true)
-        } else if raw.eq_ignore_ascii_case("false") {
-            Ok(false)
-        } else {
-            Err("expected true or false")
-        }
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl Value for String {
-    const TYPE: &'static str = "string";
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        Ok(java_trim(raw).to_owned())
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.clone())
-    }
-}
-
-impl Value for Option<String> {
-    const TYPE: &'static str = "string";
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        Ok(Some(java_trim(raw).to_owned()))
-    }
-    fn render(&self) -> Option<String> {
-        self.clone()
-    }
-}
-
-impl Value for Option<SerializeType> {
-    const TYPE: &'static str = "`JSON` or `ROCKETMQ`";
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        match raw {
-            "JSON" => Ok(Some(SerializeType::Json)),
-            "ROCKETMQ" => Ok(Some(SerializeType::RocketMq)),
-            _ => Err("expected JSON or ROCKETMQ"),
-        }
-    }
-    fn render(&self) -> Option<String> {
-        self.map(|t| match t {
-            SerializeType::Json => "JSON".to_owned(),
-            SerializeType::RocketMq => "ROCKETMQ".to_owned(),
-        })
-    }
-}
-
-fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
-    let mut reason = reason.to_owned();
-    if value != value.trim() {
-        reason.push_str("; remove the surrounding whitespace");
-    }
-    ConfigError::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason }
-}
+/// The live configuration that UPDATE_NAMESRV_CONFIG (318) swaps and GET_NAMESRV_CONFIG (319)
+/// prints. See [`conf::Live`].
+pub type SharedConfig = conf::Live<Config>;
 
 /// `$HOME/namesrv/<file>`, Java's `${user.home}/namesrv/<file>`.
 fn home_file(file: &str) -> String {
@@ -180,103 +24,19 @@ fn home_file(file: &str) -> String {
     home.join("namesrv").join(file).to_string_lossy().into_owned()
 }
 
-/// Declares [`Config`] from the key table below: per key its `///` text, optional `#[key(...)]`
-/// markers (see [`keyref::KeyInfo`]), the Rust field, its type, the Java key name and the default.
-macro_rules! config_struct {
-    ($(
-        $(#[doc = $doc:literal])*
-        $(#[key($($marker:ident $(= $arg:expr)?),* $(,)?)])?
-        $field:ident : $ty:ty = $key:literal, $default:expr;
-    )*) => {
-        /// Every nameserver setting, under Rust names; [`Config::KEYS`] lists the Java names
-        /// (the keys of the `-c` file, of 318 and of 319) in Java declaration order.
-        ///
-        /// Which keys take effect at runtime after an update depends only on where they are
-        /// read: code that reads `SharedConfig::load()` when it needs the value sees a change at
-        /// once; those keys carry the `dynamic` marker in the table ([`Config::key_infos`]).
-        /// Sizes, ports and paths are read once at start.
-        #[derive(Debug, Clone, PartialEq)]
-        pub struct Config {
-            $(
-                $(#[doc = $doc])*
-                #[doc = ""]
-                #[doc = concat!("Key `", $key, "`.")]
-                pub $field: $ty,
-            )*
-            /// Keys no field knows (e.g. `NettyClientConfig` keys), kept as written so that 319
-            /// returns them and 318 re-persists them, like Java's `Configuration` property bag.
-            pub extra: BTreeMap<String, String>,
-            /// The `-c` file this configuration was loaded from, if any (not a property).
-            pub loaded_from: Option<PathBuf>,
-        }
-
-        impl Default for Config {
-            /// Java defaults, with `listenPort` 9876 as `NamesrvStartup` sets it, `rocketmqHome`
-            /// from `ROCKETMQ_HOME` and paths under `$HOME/namesrv/`.
-            fn default() -> Self {
-                Self { $( $field: $default, )* extra: BTreeMap::new(), loaded_from: None }
-            }
-        }
-
-        impl Config {
-            /// The Java names of every typed key, in Java declaration order (`NamesrvConfig`,
-            /// then `NettyServerConfig`, then the keys Java reads from system properties).
-            pub const KEYS: &'static [&'static str] = &[$( $key, )*];
-
-            /// What the documentation says about every typed key, in [`Config::KEYS`] order: its
-            /// type, default, `///` text and markers. The book's key reference is generated
-            /// from it (`cargo test -p namesrv --test book` rewrites the page).
-            pub fn key_infos() -> Vec<KeyInfo> {
-                let defaults = Config::default();
-                let refused = defaults.black_list();
-                let infos: Vec<KeyInfo> = vec![$(
-                    KeyInfo::new(
-                        $key,
-                        <$ty as Value>::TYPE,
-                        Value::render(&defaults.$field),
-                        &[$($doc),*],
-                    ) $($( .$marker($($arg)?) )*)?
-                ),*];
-                infos
-                    .into_iter()
-                    .map(|info| if refused.contains(info.key) { info.refused() } else { info })
-                    .map(|info| match range_text(info.key) {
-                        Some(valid) => info.valid(valid),
-                        None => info,
-                    })
-                    .collect()
-            }
-
-            /// The current value of a typed or extra key as text; `None` when unknown or unset.
-            pub fn get(&self, key: &str) -> Option<String> {
-                match key {
-                    $( $key => Value::render(&self.$field), )*
-                    _ => self.extra.get(key).cloned(),
-                }
-            }
-
-            /// Sets a typed key from its text form (strings trimmed like Java; numbers and
-            /// booleans not, so `"9876 "` is an error). Returns `Ok(false)`, changing nothing,
-            /// when `key` is not a typed key. Java: `MixAll#properties2Object` (one key)
-            pub fn set_known(&mut self, key: &str, raw: &str) -> Result<bool, ConfigError> {
-                match key {
-                    $( $key => {
-                        self.$field = Value::parse(raw).map_err(|why| invalid(key, raw, why))?;
-                        Ok(true)
-                    } )*
-                    _ => Ok(false),
-                }
-            }
-        }
-    };
-}
-
-// The key table: one entry per key, in Java declaration order. The `///` text is the key's
-// documentation in the book (what it does, its unit, what "0" or "unset" means); markers say
-// where it comes from in Java and whether 318 changes it at once (see `config/key.rs`). After
-// adding or changing a key, run `cargo test -p namesrv --test book` twice: the first run
-// rewrites `docs/src/reference/keys.md` and fails, the second passes; commit the page.
-config_struct! {
+conf::config_struct! {
+    /// Every nameserver setting, under Rust names; [`Config::KEYS`] lists the Java names (the
+    /// keys of the `-c` file, of 318 and of 319) in Java declaration order: `NamesrvConfig`,
+    /// then `NettyServerConfig`, then the keys Java reads from system properties, then this
+    /// server's own keys.
+    ///
+    /// One entry per key: its `///` text is the key's documentation in the book (what it does,
+    /// its unit, what "0" or "unset" means); `#[key(...)]` markers say where it comes from in
+    /// Java and whether an update changes the running server at once (`dynamic`: the code reads
+    /// it from `SharedConfig::load()` each time it needs it), see `conf::KeyInfo`. After
+    /// adding or changing a key, run `cargo test -p namesrv --test book` twice: the first run
+    /// rewrites `docs/src/reference/keys.md` and fails, the second passes; commit the page.
+    pub struct Config {
     // ---- NamesrvConfig ----
     /// Java's installation directory, where it finds its logging configuration. Java refuses to
     /// start without it; here it is optional and unused (logging is configured with `RUST_LOG`).
@@ -480,6 +240,7 @@ config_struct! {
 
     // ---- Keys of this server only (no Java equivalent): new keys go here, no marker needed
     // unless they are `dynamic` ----
+    }
 }
 
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
@@ -531,94 +292,25 @@ impl Config {
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = Config::default();
         if let Some(path) = file {
-            let bytes = std::fs::read(path)
-                .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-            let entries = properties::parse_bytes(&bytes)
-                .map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
-            config.apply_file_entries(entries)?;
+            conf::table::load_file(&mut config, path)?;
             config.config_store_path = path.to_string_lossy().into_owned();
-            config.loaded_from = Some(path.to_owned());
         }
         config.validate()?;
         Ok(config)
     }
 
-    /// Applies properties entries as a `-c` file does: typed keys converted (error on a bad
-    /// value), every other key stored in [`Config::extra`].
-    pub fn apply_file_entries<I>(&mut self, entries: I) -> Result<(), ConfigError>
-    where
-        I: IntoIterator<Item = (String, String)>,
-    {
-        for (key, value) in entries {
-            if !self.set_known(&key, &value)? {
-                self.extra.insert(key, value);
-            }
-        }
-        Ok(())
-    }
-
     /// Checks ranges: `listenPort` within 0–65535, pool sizes and queue capacities at least 1,
     /// other numbers not negative, `bindAddress` not empty. The error names the key and value.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        for &(key, min, max) in INT_RANGES {
-            let Some(text) = self.get(key) else { continue };
-            let value: i64 =
-                text.parse().map_err(|_| invalid(key, &text, "expected an integer"))?;
-            if value < min || value > max {
-                let reason = if max == i64::MAX || max == i64::from(i32::MAX) {
-                    format!("must be at least {min}")
-                } else {
-                    format!("must be between {min} and {max}")
-                };
-                return Err(invalid(key, &text, &reason));
-            }
-        }
+        conf::table::check_ranges(self, INT_RANGES)?;
         if self.bind_address.is_empty() {
-            return Err(invalid("bindAddress", &self.bind_address, "must not be empty"));
+            return Err(conf::table::invalid(
+                "bindAddress",
+                &self.bind_address,
+                "must not be empty",
+            ));
         }
         Ok(())
-    }
-
-    /// Every set key with its value: typed keys with a value, then extra keys, sorted by key.
-    pub fn to_sorted_entries(&self) -> BTreeMap<String, String> {
-        let mut all = self.extra.clone();
-        for key in Self::KEYS {
-            if let Some(value) = self.get(key) {
-                all.insert((*key).to_owned(), value);
-            }
-        }
-        all
-    }
-
-    /// The GET_NAMESRV_CONFIG (319) body and the `configStorePath` file content: every set key
-    /// (typed and extra) as `key=value\n`, sorted by key, unset values skipped, no escaping.
-    /// Java: `Configuration#getAllConfigsFormatString` (errata D35)
-    pub fn to_properties_text(&self) -> String {
-        let all = self.to_sorted_entries();
-        properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    }
-
-    /// The `-p` listing: every typed key as `key=value\n` in Java declaration order (unset values
-    /// empty, as Java prints null), then the extra keys sorted.
-    /// Java: `MixAll#printObjectProperties` over `NamesrvConfig` and `NettyServerConfig`
-    pub fn to_print_text(&self) -> String {
-        let mut out = String::new();
-        for key in Self::KEYS {
-            let value = self.get(key).unwrap_or_default();
-            out.push_str(&format!("{key}={value}\n"));
-        }
-        for (key, value) in &self.extra {
-            out.push_str(&format!("{key}={value}\n"));
-        }
-        out
-    }
-
-    /// `load config properties file OK, <file>` when loaded from a `-c` file (Java prints it to
-    /// stdout during start-up).
-    pub fn load_message(&self) -> Option<String> {
-        self.loaded_from
-            .as_ref()
-            .map(|p| format!("load config properties file OK, {}", p.display()))
     }
 
     /// The keys UPDATE_NAMESRV_CONFIG may not change: [`FIXED_BLACK_LIST`] plus the
@@ -630,6 +322,21 @@ impl Config {
         list
     }
 
+    /// What the book's key reference says about every key: the table's [`Config::key_infos`],
+    /// with the keys of the default black list marked refused and the ranges
+    /// [`Config::validate`] enforces.
+    pub fn documented_keys() -> Vec<conf::KeyInfo> {
+        let refused = Config::default().black_list();
+        Config::key_infos()
+            .into_iter()
+            .map(|info| if refused.contains(info.key) { info.refused() } else { info })
+            .map(|info| match range_text(info.key) {
+                Some(valid) => info.valid(valid),
+                None => info,
+            })
+            .collect()
+    }
+
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
     /// otherwise).
     pub fn effective_serialize_type(&self) -> SerializeType {
@@ -637,86 +344,15 @@ impl Config {
     }
 }
 
-/// The live configuration: lock-free reads of an immutable snapshot, updates that swap in a new
-/// snapshot at once. The black list is fixed at construction, like Java.
-///
-/// The API is synchronous and [`SharedConfig::apply_update`] does blocking file I/O: async code
-/// calls it from `spawn_blocking`. [`SharedConfig::load`] never blocks.
-#[derive(Debug)]
-pub struct SharedConfig {
-    current: ArcSwap<Config>,
-    black_list: BTreeSet<String>,
-    /// Serializes updates (read-modify-persist-publish) so the file and memory agree.
-    update_lock: Mutex<()>,
-}
-
-impl SharedConfig {
-    /// Wraps the start-up configuration; computes the black list from its `configBlackList`.
-    pub fn new(config: Config) -> Self {
-        let black_list = config.black_list();
-        Self { current: ArcSwap::from_pointee(config), black_list, update_lock: Mutex::new(()) }
+impl conf::Rules for Config {
+    fn check(&self) -> Result<(), ConfigError> {
+        self.validate()
     }
-
-    /// The current snapshot; cheap, never blocks. Re-load per request to see updates; don't
-    /// hold the guard across an `.await`.
-    pub fn load(&self) -> Guard<Arc<Config>> {
-        self.current.load()
+    fn update_black_list(&self) -> BTreeSet<String> {
+        self.black_list()
     }
-
-    /// The current snapshot as an owned `Arc` (to keep across `.await`s).
-    pub fn snapshot(&self) -> Arc<Config> {
-        self.current.load_full()
-    }
-
-    /// The keys UPDATE_NAMESRV_CONFIG refuses (fixed at construction).
-    pub fn black_list(&self) -> &BTreeSet<String> {
-        &self.black_list
-    }
-
-    /// The GET_NAMESRV_CONFIG (319) body. See [`Config::to_properties_text`].
-    pub fn to_properties_text(&self) -> String {
-        self.load().to_properties_text()
-    }
-
-    /// UPDATE_NAMESRV_CONFIG (318). An empty body changes nothing. Otherwise the body is read as
-    /// properties text (failure: [`ConfigUpdateError::Parse`]); any black-listed key refuses the
-    /// whole update ([`ConfigUpdateError::NoPermission`]); typed keys are converted and keys
-    /// already in [`Config::extra`] replaced, other keys are dropped (Java `mergeIfExist`); the
-    /// result is validated — unlike Java, a bad value refuses the whole update
-    /// ([`ConfigUpdateError::InvalidValue`]) — then written to `configStorePath` (sorted
-    /// `key=value`, previous content kept in `<path>.bak`, atomic) and only then published, so
-    /// a failed write ([`ConfigUpdateError::Persist`]) changes nothing either.
-    /// Blocking (file I/O). Java: `DefaultRequestProcessor#updateConfig`, `Configuration#update`
-    pub fn apply_update(&self, body: &[u8]) -> Result<(), ConfigUpdateError> {
-        if body.is_empty() {
-            return Ok(());
-        }
-        let entries = properties::parse_bytes(body).map_err(ConfigUpdateError::Parse)?;
-        if let Some((key, _)) = entries.iter().find(|(key, _)| self.black_list.contains(key)) {
-            return Err(ConfigUpdateError::NoPermission { key: key.clone() });
-        }
-
-        let _guard = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut next = Config::clone(&self.current.load());
-        for (key, value) in entries {
-            let known = next.set_known(&key, &value).map_err(ConfigUpdateError::InvalidValue)?;
-            if known {
-                continue;
-            }
-            if let Some(slot) = next.extra.get_mut(&key) {
-                *slot = value;
-            } else {
-                tracing::info!(key = %key, "config update: unknown key dropped");
-            }
-        }
-        next.validate().map_err(ConfigUpdateError::InvalidValue)?;
-
-        let path = PathBuf::from(&next.config_store_path);
-        persist::write_atomically(&path, next.to_properties_text().as_bytes())
-            .map_err(|source| ConfigUpdateError::Persist { path, source })?;
-        self.current.store(Arc::new(next));
-        tracing::info!("config updated and persisted");
-        Ok(())
+    fn store_path(&self) -> PathBuf {
+        PathBuf::from(&self.config_store_path)
     }
 }
 

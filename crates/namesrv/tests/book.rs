@@ -1,5 +1,5 @@
 //! The documentation book's key reference is generated from the key table and matches what the
-//! binaries print: `docs/src/reference/keys.md` equals what `Config::key_infos` renders now, and
+//! binaries print: `docs/src/reference/keys.md` equals what `Config::documented_keys` renders now, and
 //! `mqnamesrv -p` prints exactly the keys the page documents (both directions).
 //!
 //! After adding or changing a key: `cargo test -p namesrv --test book` (the first run rewrites
@@ -34,7 +34,7 @@ const BINARIES: &[(&str, &str)] = &[(env!("CARGO_BIN_EXE_mqnamesrv"), "reference
 
 #[test]
 fn key_reference_page_is_generated_from_the_key_table() {
-    let keys = Config::key_infos();
+    let keys = Config::documented_keys();
     let page = keyref::render_reference(&Reference {
         title: "Configuration keys",
         source: "the `config_struct!` table in `crates/namesrv/src/config.rs`",
@@ -59,7 +59,7 @@ fn every_key_has_documentation_and_machine_independent_defaults() {
         .filter_map(|var| std::env::var(var).ok())
         .filter(|value| value.len() > 1)
         .collect();
-    for info in Config::key_infos() {
+    for info in Config::documented_keys() {
         assert!(
             info.doc.split_whitespace().count() >= 3,
             "{}: give the key a `///` comment saying what it does",
@@ -80,7 +80,7 @@ fn every_key_has_documentation_and_machine_independent_defaults() {
 
 #[test]
 fn keys_of_the_default_black_list_are_documented_as_refused() {
-    let infos = Config::key_infos();
+    let infos = Config::documented_keys();
     let refused: Vec<&str> = infos.iter().filter(|i| i.refused).map(|i| i.key).collect();
     assert_eq!(refused, ["rocketmqHome", "kvConfigPath", "configStorePath", "configBlackList"]);
     assert_eq!(infos.len(), Config::KEYS.len());
