@@ -236,6 +236,9 @@ class Namesrv:
         self.ssl_context = ssl_context
         self.port = free_port_block((0,))
         self.addr = "127.0.0.1:%d" % self.port
+        # Ours serves HTTP (metrics, probes, API, address server) on httpListenPort (default
+        # 8080, which two nameservers of one run would share): a free port of its own.
+        self.http_port = free_port_block((0,)) if impl == "rust" else None
         self.dir = os.path.join(env.rundir, "ns-" + key)
         os.makedirs(self.dir, exist_ok=True)
         self.conf = os.path.join(self.dir, "namesrv.properties")
@@ -243,6 +246,8 @@ class Namesrv:
             f.write("listenPort=%d\n" % self.port)
             f.write("kvConfigPath=%s\n" % os.path.join(self.dir, "kvConfig.json"))
             if impl == "rust":
+                f.write("httpListenPort=%d\n" % self.http_port)
+                f.write("httpBindAddress=127.0.0.1\n")
                 for k, v in self.tls.items():
                     f.write("%s=%s\n" % (k, v))
         self.proc = None

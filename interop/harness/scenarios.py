@@ -14,7 +14,7 @@ from .fixture import (CLUSTER, IDIR, LEGACY_CLUSTER, GEN_VERSION, Broker, Namesr
                       cluster_info, route,
                       route_brokers, route_queues)
 from .pki import Pki, PkiError
-from .procs import wait_until
+from .procs import free_port_block, wait_until
 
 
 class Fail(Exception):
@@ -454,9 +454,9 @@ def s5_two_namesrvs(env, c):
 
 
 # ---------------------------------------------------------------------------------------------
-# 10. Rolling replacement of a Java nameserver
+# 11. Rolling replacement of a Java nameserver
 
-def s10_rolling_replacement(env, c):
+def s11_rolling_replacement(env, c):
     """The migration the book describes: the Java nameserver `ref` (in every broker's and
     client's list) is stopped with SIGTERM and the nameserver under test started on its address
     with its properties file and the kvConfig.json Java wrote, while a producer sends; no send
@@ -476,6 +476,12 @@ def s10_rolling_replacement(env, c):
         env.procs.stop(ref.proc)
         c.note("SIGTERM to the Java nameserver %s" % ref.addr)
         ref.impl = env.impl
+        if ref.impl == "rust":
+            # The harness gives each of our nameservers an HTTP port of its own (the default 8080
+            # would clash); the rest of the file is the one the Java nameserver ran with.
+            ref.http_port = free_port_block((0,))
+            with open(ref.conf, "a") as f:
+                f.write("httpListenPort=%d\nhttpBindAddress=127.0.0.1\n" % ref.http_port)
         t0 = time.time()
         ref.start()
         ref.wait_ready(90 if ref.impl == "java" else 30)
@@ -1202,10 +1208,10 @@ SCENARIOS = {
     7: ("Go client (rocketmq-client-go/v2 producer + consumer)", s7_go),
     8: ("Differential test against the Java nameserver", s8_differential),
     9: ("TLS: Java client and broker to an enforcing SUT, mutual TLS", s9_tls),
-    10: ("Rolling replacement of a Java nameserver (same address, kvConfig.json carried over)", s10_rolling_replacement),
+    11: ("Rolling replacement of a Java nameserver (same address, kvConfig.json carried over)", s11_rolling_replacement),
 }
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
-# Scenario 9 uses nameservers and a broker of its own (stopped when it ends). Scenario 10 turns the
+# Scenario 9 uses nameservers and a broker of its own (stopped when it ends). Scenario 11 turns the
 # Java nameserver `ref` into the SUT, so it runs after scenario 8, which compares the two.
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 4]
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 11, 4]

@@ -10,6 +10,7 @@ pub mod ceiling;
 pub mod chart;
 pub mod cpu;
 pub mod load;
+pub mod overhead;
 pub mod raw;
 pub mod report;
 pub mod results;

@@ -68,6 +68,8 @@ pub struct Spec {
     pub jvm_opts: Vec<String>,
     /// Ceiling only: the file holding the body of the answer.
     pub ceiling_body: Option<PathBuf>,
+    /// Ours only: extra `key=value` lines for its properties file.
+    pub extra_config: Vec<String>,
 }
 
 /// Shaded logback config for the Java nameserver: async file appender in the run directory,
@@ -118,13 +120,17 @@ impl Server {
         let mut cmd = match spec.kind {
             Kind::Ours => {
                 let conf = dir.join("namesrv.properties");
-                fs::write(
-                    &conf,
-                    format!(
-                        "listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
-                        kv.display()
-                    ),
-                )?;
+                // HTTP on (as deployed: metrics recorded, /metrics served) on a free port.
+                let http_port = free_port()?;
+                let mut text = format!(
+                    "listenPort={port}\nbindAddress=127.0.0.1\nhttpListenPort={http_port}\nkvConfigPath={}\n",
+                    kv.display()
+                );
+                for line in &spec.extra_config {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                fs::write(&conf, text)?;
                 let mut c = Command::new(&spec.program);
                 c.arg("-c").arg(&conf);
                 c

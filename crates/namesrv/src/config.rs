@@ -240,12 +240,35 @@ conf::config_struct! {
 
     // ---- Keys of this server only (no Java equivalent): new keys go here, no marker needed
     // unless they are `dynamic` ----
+    // The operations surface (Java has none).
+    /// The TCP port of the HTTP listener: metrics at `/metrics`, probes at `/healthz` and
+    /// `/readyz`, the JSON API under `/api/v1/`, the dashboard at `/`, the address server at
+    /// `/rocketmq/nsaddr`. 8080 is the port the Java client's address-server lookup uses when
+    /// `rocketmq.namesrv.domain` has none; `0` disables the listener. A port already taken stops
+    /// start-up.
+    http_listen_port: i32 = "httpListenPort", 8080;
+    /// The address the HTTP listener binds (host name, IPv4 or IPv6). Unset: the same as
+    /// `bindAddress`.
+    http_bind_address: Option<String> = "httpBindAddress", None;
+    /// Records per-request metrics and serves `/metrics`. With `false` the connection path reads
+    /// no clock and counts nothing per request, and `/metrics` answers 404; the probes, API,
+    /// dashboard and address server still work.
+    metrics_enable: bool = "metricsEnable", true;
+    /// The nameserver list the address server answers at `GET /rocketmq/nsaddr` (and
+    /// `/rocketmq/<any subgroup>`), `;`-separated `host:port` as in a client's `namesrvAddr`; the
+    /// Java client fetches it when started with
+    /// `-Drocketmq.namesrv.domain=<this host>:<httpListenPort>`. Unset: this server's own
+    /// remoting address (`bindAddress`, or the address the HTTP request came in on when that is a
+    /// wildcard, and the remoting port).
+    #[key(dynamic)]
+    http_namesrv_addr: Option<String> = "httpNamesrvAddr", None;
     }
 }
 
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
 const INT_RANGES: &[(&str, i64, i64)] = &[
     ("listenPort", 0, 65535),
+    ("httpListenPort", 0, 65535),
     ("clientRequestThreadPoolNums", 1, i32::MAX as i64),
     ("defaultThreadPoolNums", 1, i32::MAX as i64),
     ("clientRequestThreadPoolQueueCapacity", 1, i32::MAX as i64),

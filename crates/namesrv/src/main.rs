@@ -1,9 +1,7 @@
 //! `mqnamesrv`: parse the command line, set up logging, bind, and run the nameserver.
 
-use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use namesrv::cli::{parse_cli, CliAction};
 use namesrv::Config;
 use tracing_subscriber::EnvFilter;
@@ -49,27 +47,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// The listen address from `bindAddress` (IPv4, IPv6 with or without brackets, or a host name)
-/// and `listenPort`.
-async fn listen_addr(config: &Config) -> anyhow::Result<SocketAddr> {
-    let host = config.bind_address.trim().trim_start_matches('[').trim_end_matches(']');
-    let port = u16::try_from(config.listen_port).context("listenPort out of range")?;
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
-    }
-    tokio::net::lookup_host((host, port))
-        .await
-        .with_context(|| format!("bindAddress {host} does not resolve"))?
-        .next()
-        .with_context(|| format!("bindAddress {host} has no address"))
-}
-
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let addr = listen_addr(&config).await?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr()?;
+    let listeners = namesrv::listen::bind(&config).await?;
+    let local = listeners.remoting.local_addr()?;
+    let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
     let serialize_type = config.effective_serialize_type();
     let state = namesrv::build_state(config)?;
     println!(
@@ -79,7 +60,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             remoting::SerializeType::RocketMq => "ROCKETMQ",
         }
     );
-    namesrv::server::serve(listener, state, shutdown_signal()).await;
+    match http {
+        Some(addr) => println!("HTTP (metrics, probes, API, dashboard) on http://{addr}/"),
+        None => println!("HTTP listener disabled (httpListenPort=0)"),
+    }
+    namesrv::server::serve(listeners, state, shutdown_signal()).await;
     Ok(())
 }
 
