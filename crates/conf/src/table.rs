@@ -159,6 +159,34 @@ pub fn check_ranges<T: Keys>(table: &T, ranges: &[(&str, i64, i64)]) -> Result<(
     Ok(())
 }
 
+/// A range of [`check_ranges`] in words: `0 to 65535`, `at least 1`, `0 or more`.
+pub fn range_text(min: i64, max: i64) -> String {
+    if max != i64::MAX && max != i64::from(i32::MAX) {
+        format!("{min} to {max}")
+    } else if min == 0 {
+        "0 or more".to_owned()
+    } else {
+        format!("at least {min}")
+    }
+}
+
+/// What a server's key reference says about its keys: the table's `key_infos()`, with the keys
+/// of its default update black list marked refused and the ranges it checks in words.
+pub fn documented_keys<T: Rules + Default>(
+    infos: Vec<crate::KeyInfo>,
+    ranges: &[(&str, i64, i64)],
+) -> Vec<crate::KeyInfo> {
+    let refused = T::default().update_black_list();
+    infos
+        .into_iter()
+        .map(|info| if refused.contains(info.key) { info.refused() } else { info })
+        .map(|info| match ranges.iter().find(|(key, _, _)| *key == info.key) {
+            Some(&(_, min, max)) => info.valid(range_text(min, max)),
+            None => info,
+        })
+        .collect()
+}
+
 /// What [`config_struct!`] generates, for code generic over a server's table
 /// ([`crate::Live`]).
 pub trait Keys: Clone + Send + Sync + 'static {
@@ -463,6 +491,13 @@ mod tests {
         assert_eq!(s.name, "x");
         s.set_known("flag", "TRUE").expect("bool");
         assert!(s.flag);
+    }
+
+    #[test]
+    fn ranges_read_as_words() {
+        assert_eq!(range_text(0, 65535), "0 to 65535");
+        assert_eq!(range_text(1, i64::from(i32::MAX)), "at least 1");
+        assert_eq!(range_text(0, i64::MAX), "0 or more");
     }
 
     #[test]

@@ -59,6 +59,20 @@ fn default_text(default: &DefaultValue) -> String {
     }
 }
 
+/// A key's `///` text as the page shows it: a leading `` `key`: `` (the style of tables whose
+/// docs name the key first) is dropped, since the heading names it, and the sentence capitalized.
+fn doc_text(key: &KeyInfo) -> String {
+    let doc = key.doc.trim();
+    let Some(rest) = doc.strip_prefix(&format!("`{}`: ", key.key)) else {
+        return doc.to_owned();
+    };
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// A table cell: no line breaks, `|` escaped.
 fn cell(text: &str) -> String {
     text.replace('\n', " ").replace('|', "\\|")
@@ -106,8 +120,9 @@ pub fn render_reference(page: &Reference<'_>) -> String {
                 key.run_time_change(),
                 key.java_equivalent(),
             ));
-            if !key.doc.trim().is_empty() {
-                out.push_str(&format!("\n{}\n", key.doc.trim()));
+            let doc = doc_text(key);
+            if !doc.is_empty() {
+                out.push_str(&format!("\n{doc}\n"));
             }
         }
     }
@@ -162,6 +177,19 @@ mod tests {
         assert!(page.contains("- Java equivalent: `-Dd.e`\n"));
         assert!(page.contains("\nThreads.\nMore.\n"));
         assert!(page.ends_with("More.\n"));
+    }
+
+    #[test]
+    fn a_doc_that_names_its_key_first_loses_the_name() {
+        let named = KeyInfo::new(
+            "listenPort",
+            "int",
+            None,
+            &[" `listenPort`: the port;", " 0 lets the OS choose."],
+        );
+        assert_eq!(doc_text(&named), "The port;\n0 lets the OS choose.");
+        let other = KeyInfo::new("a", "int", None, &[" `a` (Java field `isA`): flag."]);
+        assert_eq!(doc_text(&other), "`a` (Java field `isA`): flag.");
     }
 
     #[test]

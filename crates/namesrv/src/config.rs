@@ -109,9 +109,10 @@ conf::config_struct! {
     /// broker id changes. Not sent by this server: the value is accepted and ignored.
     #[key(java = "NamesrvConfig", no_effect)]
     notify_min_broker_id_changed: bool = "notifyMinBrokerIdChanged", false;
-    /// Java runs the RocketMQ 5 controller inside the nameserver when true. Not supported yet:
-    /// accepted and ignored; run the controller as its own process.
-    #[key(java = "NamesrvConfig", no_effect)]
+    /// Also runs a RocketMQ 5 controller node in this process, on its own port (its entry in
+    /// `controllerDLegerPeers`); the controller's keys are read from the same file (see the
+    /// [controller key reference](controller-keys.md)). Route serving never depends on it.
+    #[key(java = "NamesrvConfig")]
     enable_controller_in_namesrv: bool = "enableControllerInNamesrv", false;
     /// Refuses route queries (SYSTEM_ERROR `name server not ready`) for the first
     /// `waitSecondsForService` seconds after start, so that brokers register before clients
@@ -290,19 +291,6 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("shutdownWaitTimeSeconds", 0, i32::MAX as i64),
 ];
 
-/// The range [`Config::validate`] enforces on `key` ([`INT_RANGES`]) in words: `0 to 65535`,
-/// `at least 1`; `None` for a key without one.
-fn range_text(key: &str) -> Option<String> {
-    let &(_, min, max) = INT_RANGES.iter().find(|(k, _, _)| *k == key)?;
-    Some(if max != i64::MAX && max != i64::from(i32::MAX) {
-        format!("{min} to {max}")
-    } else if min == 0 {
-        "0 or more".to_owned()
-    } else {
-        format!("at least {min}")
-    })
-}
-
 /// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says.
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
 pub const FIXED_BLACK_LIST: [&str; 4] =
@@ -349,15 +337,7 @@ impl Config {
     /// with the keys of the default black list marked refused and the ranges
     /// [`Config::validate`] enforces.
     pub fn documented_keys() -> Vec<conf::KeyInfo> {
-        let refused = Config::default().black_list();
-        Config::key_infos()
-            .into_iter()
-            .map(|info| if refused.contains(info.key) { info.refused() } else { info })
-            .map(|info| match range_text(info.key) {
-                Some(valid) => info.valid(valid),
-                None => info,
-            })
-            .collect()
+        conf::table::documented_keys::<Config>(Config::key_infos(), INT_RANGES)
     }
 
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
