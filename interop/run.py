@@ -113,7 +113,7 @@ def main():
         # (mvn 20 min, go build 15 min, cargo build 40 min).
         signal.alarm(limit)
 
-        env = Env(impl, rundir, procs, artifacts, say, with_ref=(8 in order))
+        env = Env(impl, rundir, procs, artifacts, say, with_ref=(8 in order or 11 in order))
         if 6 in order or (8 in order and os.environ.get("INTEROP_DIFF_LEGACY", "1") == "1"):
             env.prestart = ["legacy"]
         for n in order:

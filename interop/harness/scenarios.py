@@ -14,7 +14,7 @@ from .fixture import (CLUSTER, IDIR, LEGACY_CLUSTER, GEN_VERSION, Broker, Namesr
                       cluster_info, route,
                       route_brokers, route_queues)
 from .pki import Pki, PkiError
-from .procs import wait_until
+from .procs import free_port_block, wait_until
 
 
 class Fail(Exception):
@@ -365,6 +365,25 @@ def max_gap(sends, since_ms):
     return max((b - a for a, b in zip(window, window[1:])), default=None)
 
 
+def warm_producer(env, c, ns, topic):
+    """A running Java producer: sends to `topic` every 50 ms (2 s timeout, routes re-read every
+    second) through the nameservers `ns`; returned once it has sent to both brokers. The caller
+    kills it."""
+    loop = env.jclient_start("5", "produce-loop", ns=ns, topic=topic, durationMs=180000,
+                             intervalMs=50, timeoutMs=2000, pollMs=1000)
+    warm = wait_until(lambda: {s[3] for s in loop_sends(loop) if s[2]} >= {"broker-a", "broker-b"}, 40, 0.2)
+    if not warm:
+        env.procs.kill(loop)
+    c.require(warm, "a running producer (nameservers %s, route refresh every 1 s) sends to both brokers" % ns)
+    return loop
+
+
+def live_brokers_registered(env, addr):
+    """True when the nameserver at addr lists every running broker at its address under its id."""
+    ci = cluster_info(addr)
+    return all(broker_addrs(ci, b.name, b.broker_id) == [b.addr] for b in env.brokers.values() if b.alive())
+
+
 def s5_two_namesrvs(env, c):
     env.ensure("a", "a_s", "b")
     c.note("brokers use registerNameServerPeriod=10000 (default 30000) to shorten the re-registration wait")
@@ -372,11 +391,8 @@ def s5_two_namesrvs(env, c):
     create_topic(env, c, topic, ns=env.sut2)
     both = env.sut1 + ";" + env.sut2
     sut1 = env.namesrvs["sut1"]
-    loop = env.jclient_start("5", "produce-loop", ns=both, topic=topic, durationMs=180000,
-                             intervalMs=50, timeoutMs=2000, pollMs=1000)
+    loop = warm_producer(env, c, both, topic)
     try:
-        warm = wait_until(lambda: {s[3] for s in loop_sends(loop) if s[2]} >= {"broker-a", "broker-b"}, 40, 0.2)
-        c.require(warm, "a running producer (nameservers %s, route refresh every 1 s) sends to both brokers" % both)
         t_kill = int(time.time() * 1000)
         sut1.kill()
         c.note("kill -9 nameserver sut1 (%s)" % env.sut1)
@@ -413,17 +429,15 @@ def s5_two_namesrvs(env, c):
         sut1.wait_ready(90 if sut1.impl == "java" else 30)
         c.fig("sut1 restart until serving (s)", "%.1f" % (time.time() - t0))
         t0 = time.time()
-        expected = {(b.name, b.broker_id, b.addr) for b in env.brokers.values() if b.alive()}
 
         def complete():
-            ci = cluster_info(env.sut1)
-            if not all(broker_addrs(ci, n, i) == [addr] for n, i, addr in expected):
+            if not live_brokers_registered(env, env.sut1):
                 return None
             return set(route_queues(route(env.sut1, topic))) >= {"broker-a", "broker-b"}
         ok_reg = wait_until(complete, 40, 0.25)
         secs = time.time() - t0
         c.check(ok_reg, "all %d live brokers re-registered with the restarted sut1 and the route of %s is back" % (
-            len(expected), topic))
+            sum(1 for b in env.brokers.values() if b.alive()), topic))
         c.fig("re-registration after sut1 serves again (s)", "%.1f" % secs)
         c.check(ok_reg and secs <= 30, "re-registration within the 30 s period (%.1f s)" % secs)
         t_back = int(time.time() * 1000)
@@ -437,6 +451,71 @@ def s5_two_namesrvs(env, c):
     rc, out = env.jclient("5", "produce", timeout=120, ns=env.sut1, topic=topic, count=50, prefix=prefix + "b")
     r = parse_result(out)
     c.check(rc == 0 and r.get("ok") == "50", "a producer works through the restarted sut1 alone (ok=%s)" % r.get("ok"))
+
+
+# ---------------------------------------------------------------------------------------------
+# 11. Rolling replacement of a Java nameserver
+
+def s11_rolling_replacement(env, c):
+    """The migration the book describes: the Java nameserver `ref` (in every broker's and
+    client's list) is stopped with SIGTERM and the nameserver under test started on its address
+    with its properties file and the kvConfig.json Java wrote, while a producer sends; no send
+    may fail, and the new nameserver must end up knowing what the others know."""
+    env.ensure("a", "b")
+    ref = env.namesrvs["ref"]
+    c.require(ref.impl == "java" and ref.alive(), "the Java nameserver %s is running" % ref.addr)
+    topic = "InteropRolling"
+    create_topic(env, c, topic, ns=ref.addr)
+    ns_key, kv_key = "InteropRolling", "carried"
+    r = rm.call(ref.addr, rm.PUT_KV_CONFIG, {"namespace": ns_key, "key": kv_key, "value": "over"})
+    c.require(r.code == 0, "KV entry put on the Java nameserver (code %s)" % r.code)
+    every = env.broker_ns_list()
+    loop = warm_producer(env, c, every, topic)
+    try:
+        t_stop = int(time.time() * 1000)
+        env.procs.stop(ref.proc)
+        c.note("SIGTERM to the Java nameserver %s" % ref.addr)
+        ref.impl = env.impl
+        if ref.impl == "rust":
+            # The harness gives each of our nameservers an HTTP port of its own (the default 8080
+            # would clash); the rest of the file is the one the Java nameserver ran with.
+            ref.http_port = free_port_block((0,))
+            with open(ref.conf, "a") as f:
+                f.write("httpListenPort=%d\nhttpBindAddress=127.0.0.1\n" % ref.http_port)
+        t0 = time.time()
+        ref.start()
+        ref.wait_ready(90 if ref.impl == "java" else 30)
+        c.fig("stop of the Java nameserver until %s serves on its address (s)" % ref.impl, "%.1f" % (time.time() - t0))
+        code, val = kv_get(ref.addr, ns_key, kv_key)
+        c.check(code == 0 and val == "over",
+                "the new nameserver serves the KV entry from the kvConfig.json Java wrote (%s, code %s)" % (val, code))
+
+        t0 = time.time()
+
+        def same_as_sut1():
+            if not live_brokers_registered(env, ref.addr):
+                return None
+            mine, theirs = route(ref.addr, topic), route(env.sut1, topic)
+            if mine is None or theirs is None:
+                return None
+            return route_queues(mine) == route_queues(theirs) and route_brokers(mine) == route_brokers(theirs)
+        agreed = wait_until(same_as_sut1, 40, 0.25)
+        secs = time.time() - t0
+        c.check(agreed, "every live broker re-registered with the new nameserver, and its route of %s equals sut1's" % topic)
+        c.fig("re-registration until the new nameserver agrees with sut1 (s)", "%.1f" % secs)
+        time.sleep(2.0)
+        sends = loop_sends(loop)
+        after = [x for x in sends if x[0] >= t_stop]
+        failed = [x for x in after if not x[2]]
+        c.fig("running producer: sends / failed since the stop", "%d / %d" % (len(after), len(failed)))
+        c.fig("running producer: max gap (ms)", max_gap(sends, t_stop - 1000))
+        c.check(after and not failed, "zero failed sends during the replacement (%d sends, %d failed)" % (
+            len(after), len(failed)))
+    finally:
+        env.procs.kill(loop)
+    rc, out = env.jclient("5", "produce", timeout=120, ns=ref.addr, topic=topic, count=50, prefix=RUN_TAG + "-rolling")
+    r = parse_result(out)
+    c.check(rc == 0 and r.get("ok") == "50", "a producer works through the new nameserver alone (ok=%s)" % r.get("ok"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1196,8 +1275,10 @@ SCENARIOS = {
     8: ("Differential test against the Java nameserver", s8_differential),
     9: ("TLS: Java client and broker to an enforcing SUT, mutual TLS", s9_tls),
     10: ("Address server: Java producer via -Drocketmq.namesrv.domain", s10_address_server),
+    11: ("Rolling replacement of a Java nameserver (same address, kvConfig.json carried over)", s11_rolling_replacement),
 }
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
-# Scenario 9 uses nameservers and a broker of its own (stopped when it ends).
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 4]
+# Scenario 9 uses nameservers and a broker of its own (stopped when it ends). Scenario 11 turns the
+# Java nameserver `ref` into the SUT, so it runs after scenario 8, which compares the two.
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 4]

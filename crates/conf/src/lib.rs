@@ -9,5 +9,6 @@ pub mod persist;
 pub mod properties;
 pub mod table;
 
+pub use keyref::{DefaultValue, JavaOrigin, KeyInfo};
 pub use live::{ConfigUpdateError, Live};
 pub use table::{ConfigError, Keys, Rules, Value};

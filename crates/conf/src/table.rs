@@ -46,6 +46,8 @@ pub enum ConfigError {
 
 /// A config value type: conversion from and to the properties text.
 pub trait Value: Sized {
+    /// The type as the book's key reference names it (`int`, `boolean`, `string`, …).
+    const TYPE: &'static str;
     /// Converts a raw value; `Err` says what was expected.
     fn parse(raw: &str) -> Result<Self, &'static str>;
     /// The text form; `None` means unset (skipped in GET_*_CONFIG output, empty in `-p` output).
@@ -58,6 +60,7 @@ pub fn java_trim(s: &str) -> &str {
 }
 
 impl Value for i32 {
+    const TYPE: &'static str = "int";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         raw.parse().map_err(|_| "expected a 32-bit integer")
     }
@@ -67,6 +70,7 @@ impl Value for i32 {
 }
 
 impl Value for i64 {
+    const TYPE: &'static str = "long";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         raw.parse().map_err(|_| "expected a 64-bit integer")
     }
@@ -76,6 +80,7 @@ impl Value for i64 {
 }
 
 impl Value for bool {
+    const TYPE: &'static str = "boolean";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         if raw.eq_ignore_ascii_case("true") {
             Ok(true)
@@ -91,6 +96,7 @@ impl Value for bool {
 }
 
 impl Value for String {
+    const TYPE: &'static str = "string";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         Ok(java_trim(raw).to_owned())
     }
@@ -100,6 +106,7 @@ impl Value for String {
 }
 
 impl Value for Option<String> {
+    const TYPE: &'static str = "string";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         Ok(Some(java_trim(raw).to_owned()))
     }
@@ -109,6 +116,7 @@ impl Value for Option<String> {
 }
 
 impl Value for Option<SerializeType> {
+    const TYPE: &'static str = "`JSON` or `ROCKETMQ`";
     fn parse(raw: &str) -> Result<Self, &'static str> {
         match raw {
             "JSON" => Ok(Some(SerializeType::Json)),
@@ -155,6 +163,34 @@ pub fn check_ranges<T: Keys>(table: &T, ranges: &[(&str, i64, i64)]) -> Result<(
         }
     }
     Ok(())
+}
+
+/// A range of [`check_ranges`] in words: `0 to 65535`, `at least 1`, `0 or more`.
+pub fn range_text(min: i64, max: i64) -> String {
+    if max != i64::MAX && max != i64::from(i32::MAX) {
+        format!("{min} to {max}")
+    } else if min == 0 {
+        "0 or more".to_owned()
+    } else {
+        format!("at least {min}")
+    }
+}
+
+/// What a server's key reference says about its keys: the table's `key_infos()`, with the keys
+/// of its default update black list marked refused and the ranges it checks in words.
+pub fn documented_keys<T: Rules + Default>(
+    infos: Vec<crate::KeyInfo>,
+    ranges: &[(&str, i64, i64)],
+) -> Vec<crate::KeyInfo> {
+    let refused = T::default().update_black_list();
+    infos
+        .into_iter()
+        .map(|info| if refused.contains(info.key) { info.refused() } else { info })
+        .map(|info| match ranges.iter().find(|(key, _, _)| *key == info.key) {
+            Some(&(_, min, max)) => info.valid(range_text(min, max)),
+            None => info,
+        })
+        .collect()
 }
 
 /// What [`config_struct!`] generates, for code generic over a server's table
@@ -251,7 +287,10 @@ where
 }
 
 /// Declares a server's key table: a struct with one field per key (Java name, Java default,
-/// `///` docs — the documentation book generates its key reference from these), plus `extra`
+/// `///` docs and optional `#[key(...)]` markers — the documentation book generates its key
+/// reference from these through `key_infos()`; the markers are the methods of
+/// [`crate::KeyInfo`]: `java = "Class"`, `system_property`, `dynamic`, `no_effect`,
+/// `refused`, `default_doc = "..."`), plus `extra`
 /// (keys no field knows, kept as written, like Java's `Configuration` property bag) and
 /// `loaded_from`. Generates `Default`, `KEYS`, `get`, `set_known`, the listings and
 /// [`Keys`].
@@ -260,7 +299,8 @@ where
 /// conf::config_struct! {
 ///     /// Every setting of the server.
 ///     pub struct Config {
-///         /// `listenPort`: 0 lets the OS choose.
+///         /// The remoting port; 0 lets the OS choose.
+///         #[key(java = "NettyServerConfig")]
 ///         listen_port: i32 = "listenPort", 9876;
 ///     }
 /// }
@@ -270,13 +310,22 @@ macro_rules! config_struct {
     (
         $(#[$smeta:meta])*
         pub struct $name:ident {
-            $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:literal, $default:expr; )*
+            $(
+                $(#[doc = $doc:literal])*
+                $(#[key($($marker:ident $(= $arg:expr)?),* $(,)?)])?
+                $field:ident : $ty:ty = $key:literal, $default:expr;
+            )*
         }
     ) => {
         $(#[$smeta])*
         #[derive(Debug, Clone, PartialEq)]
         pub struct $name {
-            $( $(#[$doc])* pub $field: $ty, )*
+            $(
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = concat!("Key `", $key, "`.")]
+                pub $field: $ty,
+            )*
             /// Keys no field knows, kept as written so that GET_*_CONFIG returns them and an
             /// update re-persists them, like Java's `Configuration` property bag.
             pub extra: ::std::collections::BTreeMap<String, String>,
@@ -298,6 +347,21 @@ macro_rules! config_struct {
         impl $name {
             /// The Java names of every typed key, in Java declaration order.
             pub const KEYS: &'static [&'static str] = &[$( $key, )*];
+
+            /// What the documentation says about every typed key, in [`Self::KEYS`] order: its
+            /// type, default, `///` text and `#[key(...)]` markers ([`$crate::KeyInfo`]). The
+            /// book's key reference pages are generated from it.
+            pub fn key_infos() -> Vec<$crate::KeyInfo> {
+                let defaults = Self::default();
+                vec![$(
+                    $crate::KeyInfo::new(
+                        $key,
+                        <$ty as $crate::Value>::TYPE,
+                        $crate::Value::render(&defaults.$field),
+                        &[$($doc),*],
+                    ) $($( .$marker($($arg)?) )*)?
+                ),*]
+            }
 
             /// The current value of a typed or extra key as text; `None` when unknown or unset.
             pub fn get(&self, key: &str) -> Option<String> {
@@ -398,6 +462,7 @@ mod tests {
         /// A sample table.
         pub struct Sample {
             /// `port`.
+            #[key(java = "NettyServerConfig", dynamic)]
             port: i32 = "port", 9876;
             /// `name`.
             name: String = "name", "n".to_owned();
@@ -406,6 +471,23 @@ mod tests {
             /// `home`.
             home: Option<String> = "home", None;
         }
+    }
+
+    #[test]
+    fn key_infos_carry_type_default_doc_and_markers() {
+        let infos = Sample::key_infos();
+        assert_eq!(infos.iter().map(|i| i.key).collect::<Vec<_>>(), Sample::KEYS);
+        let port = &infos[0];
+        assert_eq!((port.value_type, port.doc.as_str()), ("int", "`port`."));
+        assert_eq!(port.default, crate::DefaultValue::Value("9876".to_owned()));
+        assert_eq!(port.java, crate::JavaOrigin::Class("NettyServerConfig"));
+        assert!(port.dynamic && !port.no_effect && !port.refused);
+        let home = &infos[3];
+        assert_eq!(
+            (home.default.clone(), home.java),
+            (crate::DefaultValue::Unset, crate::JavaOrigin::None)
+        );
+        assert!(!home.dynamic);
     }
 
     #[test]
@@ -430,6 +512,13 @@ mod tests {
         assert_eq!(s.name, "x");
         s.set_known("flag", "TRUE").expect("bool");
         assert!(s.flag);
+    }
+
+    #[test]
+    fn ranges_read_as_words() {
+        assert_eq!(range_text(0, 65535), "0 to 65535");
+        assert_eq!(range_text(1, i64::from(i32::MAX)), "at least 1");
+        assert_eq!(range_text(0, i64::MAX), "0 or more");
     }
 
     #[test]

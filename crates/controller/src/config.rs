@@ -32,79 +32,102 @@ conf::config_struct! {
     /// `NettyServerConfig` keys that apply, then the Raft keys of this implementation.
     ///
     /// Read at start: the peers, the store, ports and Raft timings. Read on every use (take
-    /// effect at once after 1009): `enableElectUncleanMaster`, `notifyBrokerRoleChanged`,
-    /// `processReadEvent`, `electMasterMaxRetryCount`.
+    /// effect at once after 1009, marked `dynamic`): `enableElectUncleanMaster`,
+    /// `notifyBrokerRoleChanged`, `processReadEvent`, `electMasterMaxRetryCount`. The `///`
+    /// text and `#[key(...)]` markers of each key are its entry in the book's controller key
+    /// reference (`cargo test -p controller --test book` regenerates it).
     pub struct Config {
     // ---- ControllerConfig ----
     /// `rocketmqHome`: install dir; default env `ROCKETMQ_HOME`. Optional here (Java exits
     /// without it). Black-listed for 1009.
+    #[key(java = "ControllerConfig", no_effect,
+          default_doc = "the `ROCKETMQ_HOME` environment variable; unset without it")]
     rocketmq_home: Option<String> = "rocketmqHome", std::env::var("ROCKETMQ_HOME").ok();
     /// `configStorePath`: where UPDATE_CONTROLLER_CONFIG (1009) persists the configuration;
     /// replaced by the `-c` path. Default `$HOME/controller/controller.properties`. Black-listed.
+    #[key(java = "ControllerConfig", default_doc = "`$HOME/controller/controller.properties`")]
     config_store_path: String = "configStorePath", home_path("controller/controller.properties");
     /// `controllerType`: `DLedger` (the default, Java's DLedger key layout) is the only type
     /// served; `jRaft` stops start-up with an error. Read at start.
+    #[key(java = "ControllerConfig")]
     controller_type: String = "controllerType", "DLedger".to_owned();
     /// `scanNotActiveBrokerInterval`: period of the broker liveness scan, in milliseconds
     /// (default 5000). A broker whose last BROKER_HEARTBEAT is older than the
     /// `heartbeatTimeoutMills` it sent (10 s when it sent none) is dropped; if it was a master,
     /// the leader elects a new one. Read at start.
+    #[key(java = "ControllerConfig")]
     scan_not_active_broker_interval: i64 = "scanNotActiveBrokerInterval", 5000;
     /// `controllerThreadPoolNums`: how many controller requests run at once on one node
     /// (default 16). Writes are still decided one at a time, in order, as in Java. Read at start.
+    #[key(java = "ControllerConfig")]
     controller_thread_pool_nums: i32 = "controllerThreadPoolNums", 16;
     /// `controllerRequestThreadPoolQueueCapacity`: requests that may wait for a free slot
     /// before new ones are refused with SYSTEM_BUSY (default 50000). Read at start.
+    #[key(java = "ControllerConfig")]
     controller_request_thread_pool_queue_capacity: i32 = "controllerRequestThreadPoolQueueCapacity", 50000;
     /// `controllerDLegerGroup`: the controller group's name; every node of a group must use
     /// the same one, and Raft RPCs naming another group are refused. Required. Read at start.
+    #[key(java = "ControllerConfig")]
     controller_dleger_group: Option<String> = "controllerDLegerGroup", None;
     /// `controllerDLegerPeers`: every node of the group as `id-host:port`, `;`-separated, e.g.
     /// `n0-127.0.0.1:9878;n1-127.0.0.1:9868;n2-127.0.0.1:9858`. A node listens on its own
     /// entry's port for brokers, `mqadmin` and the other nodes; brokers' `controllerAddr`
     /// lists these addresses. Required. Read at start.
+    #[key(java = "ControllerConfig")]
     controller_dleger_peers: Option<String> = "controllerDLegerPeers", None;
     /// `controllerDLegerSelfId`: this node's id in `controllerDLegerPeers` (e.g. `n0`).
     /// Required. Read at start.
+    #[key(java = "ControllerConfig")]
     controller_dleger_self_id: Option<String> = "controllerDLegerSelfId", None;
     /// `mappedFileSize`: DLedger's log segment size in Java; accepted and unused here (the
     /// log lives in one embedded database file).
+    #[key(java = "ControllerConfig", no_effect)]
     mapped_file_size: i32 = "mappedFileSize", 1024 * 1024 * 1024;
     /// `controllerStorePath`: directory of this node's Raft log, vote and snapshots
     /// (`controller.redb`); empty means `$HOME/DLedgerController`, like Java. A Java DLedger
     /// store in the same directory is neither read nor touched. Read at start.
+    #[key(java = "ControllerConfig")]
     controller_store_path: String = "controllerStorePath", String::new();
     /// `electMasterMaxRetryCount`: how many times the leader retries an election it starts
     /// itself (master gone) when the attempt fails (default 3). Read on every use.
+    #[key(java = "ControllerConfig", dynamic)]
     elect_master_max_retry_count: i32 = "electMasterMaxRetryCount", 3;
     /// `enableElectUncleanMaster`: when no live member of the sync-state set is left, elect any
     /// live replica (may lose acknowledged messages). Default false. Read on every use.
+    #[key(java = "ControllerConfig", dynamic)]
     enable_elect_unclean_master: bool = "enableElectUncleanMaster", false;
     /// `processReadEvent` (Java field `isProcessReadEvent`): confirm leadership with a quorum
     /// before answering a read (1004, 1006, 1012), so a deposed leader never answers stale
     /// data. Default false, as in Java. Read on every use.
+    #[key(java = "ControllerConfig", dynamic)]
     process_read_event: bool = "processReadEvent", false;
     /// `notifyBrokerRoleChanged`: after an election, send NOTIFY_BROKER_ROLE_CHANGED (1008)
     /// to every live broker of the group instead of waiting for them to poll. Default true.
     /// Read on every use.
+    #[key(java = "ControllerConfig", dynamic)]
     notify_broker_role_changed: bool = "notifyBrokerRoleChanged", true;
     /// `scanInactiveMasterInterval`: period, in milliseconds, at which the leader looks for
     /// groups whose master stopped heartbeating while another member still does, and elects
     /// (default 5000). Read at start.
+    #[key(java = "ControllerConfig")]
     scan_inactive_master_interval: i64 = "scanInactiveMasterInterval", 5000;
     /// `configBlackList`: extra keys 1009 may not change, `;`-separated (`configBlackList`,
     /// `configStorePath` and `rocketmqHome` never can). Read at start.
+    #[key(java = "ControllerConfig")]
     config_black_list: String = "configBlackList", "configBlackList;configStorePath".to_owned();
 
     // ---- NettyServerConfig ----
     /// `bindAddress`: the address the controller port binds (its port comes from this node's
     /// `controllerDLegerPeers` entry). Default `0.0.0.0`. Read at start.
+    #[key(java = "NettyServerConfig")]
     bind_address: String = "bindAddress", "0.0.0.0".to_owned();
     /// `listenPort`: accepted and ignored, as in Java's DLedger controller, which listens on
     /// its peer address (default 19876, what `ControllerStartup` sets).
+    #[key(java = "NettyServerConfig", no_effect)]
     listen_port: i32 = "listenPort", 19876;
     /// `serverChannelMaxIdleTimeSeconds`: a connection silent this long is closed (default
     /// 120). Read at start.
+    #[key(java = "NettyServerConfig")]
     server_channel_max_idle_time_seconds: i32 = "serverChannelMaxIdleTimeSeconds", 120;
 
     // ---- this implementation's Raft timings (no Java equivalent) ----
@@ -283,6 +306,14 @@ impl Config {
     /// `scanInactiveMasterInterval` as a duration.
     pub fn scan_inactive_master_interval(&self) -> Duration {
         millis(self.scan_inactive_master_interval)
+    }
+}
+
+impl Config {
+    /// What the book's controller key reference says about every key: [`Config::key_infos`]
+    /// with the black-listed keys marked refused and the ranges [`Config::validate`] checks.
+    pub fn documented_keys() -> Vec<conf::KeyInfo> {
+        conf::table::documented_keys::<Config>(Config::key_infos(), INT_RANGES)
     }
 }
 

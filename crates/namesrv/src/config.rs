@@ -28,108 +28,227 @@ fn home_file(file: &str) -> String {
 conf::config_struct! {
     /// Every nameserver setting, under Rust names; [`Config::KEYS`] lists the Java names (the
     /// keys of the `-c` file, of 318 and of 319) in Java declaration order: `NamesrvConfig`,
-    /// then `NettyServerConfig`, then the keys Java reads from system properties.
+    /// then `NettyServerConfig`, then the keys Java reads from system properties, then this
+    /// server's own keys.
     ///
-    /// Which keys take effect at runtime after an update depends only on where they are read:
-    /// code that reads `SharedConfig::load()` per request sees a change at once (Java's "Dyn"
-    /// keys: `orderMessageEnable`, `returnOrderTopicConfigToBroker`, `supportActingMaster`,
-    /// `enableAllTopicList`, `enableTopicList`, `notifyMinBrokerIdChanged`,
-    /// `needWaitForService`, `waitSecondsForService`, `deleteTopicWithBrokerRegistration`);
-    /// sizes, ports and paths are read once at start.
+    /// One entry per key: its `///` text is the key's documentation in the book (what it does,
+    /// its unit, what "0" or "unset" means); `#[key(...)]` markers say where it comes from in
+    /// Java and whether an update changes the running server at once (`dynamic`: the code reads
+    /// it from `SharedConfig::load()` each time it needs it), see `conf::KeyInfo`. After
+    /// adding or changing a key, run `cargo test -p namesrv --test book` twice: the first run
+    /// rewrites `docs/src/reference/keys.md` and fails, the second passes; commit the page.
     pub struct Config {
     // ---- NamesrvConfig ----
-    /// `rocketmqHome`: install dir; default env `ROCKETMQ_HOME`. Optional here (Java exits -2
-    /// without it). Black-listed.
+    /// Java's installation directory, where it finds its logging configuration. Java refuses to
+    /// start without it; here it is optional and unused (logging is configured with `RUST_LOG`).
+    /// UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig", no_effect,
+          default_doc = "the `ROCKETMQ_HOME` environment variable; unset without it")]
     rocketmq_home: Option<String> = "rocketmqHome", std::env::var("ROCKETMQ_HOME").ok();
-    /// `kvConfigPath`: the KV store file. Black-listed.
+    /// The KV store file (JSON, the same format as Java's `kvConfig.json`, so the file moves
+    /// between the two servers): loaded at start, rewritten atomically (temporary file, fsync,
+    /// rename) before every KV change is answered. UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig", default_doc = "`$HOME/namesrv/kvConfig.json`")]
     kv_config_path: String = "kvConfigPath", home_file("kvConfig.json");
-    /// `configStorePath`: where 318 persists the config; replaced by the `-c` path. Black-listed.
+    /// Where UPDATE_NAMESRV_CONFIG persists the whole configuration (sorted `key=value` lines;
+    /// the previous content is kept in `<path>.bak`). Replaced by the `-c` file's path when one
+    /// is given, so updates survive a restart. UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig", default_doc = "`$HOME/namesrv/namesrv.properties`")]
     config_store_path: String = "configStorePath", home_file("namesrv.properties");
-    /// `productEnvName`: cluster-test upstream environment.
+    /// The upstream environment that Java's cluster-test mode queries for unknown topics.
+    /// Unused: cluster-test mode is not supported.
+    #[key(java = "NamesrvConfig", no_effect)]
     product_env_name: String = "productEnvName", "center".to_owned();
-    /// `clusterTest`: cluster-test mode (§3.3).
+    /// Java's cluster-test mode, in which every request is answered as a route query and unknown
+    /// topics are looked up in `productEnvName`. Not supported: the value is accepted and
+    /// ignored, and the server behaves as with `false`.
+    #[key(java = "NamesrvConfig", no_effect)]
     cluster_test: bool = "clusterTest", false;
-    /// `orderMessageEnable` (dynamic): add `orderTopicConf` to routes.
+    /// Adds `orderTopicConf` (the topic's entry in the KV namespace `ORDER_TOPIC_CONFIG`) to
+    /// GET_ROUTEINFO_BY_TOPIC answers, for ordered messages on clients that read it.
+    #[key(java = "NamesrvConfig", dynamic)]
     order_message_enable: bool = "orderMessageEnable", false;
-    /// `returnOrderTopicConfigToBroker` (dynamic): ORDER_TOPIC_CONFIG in REGISTER_BROKER replies.
+    /// Answers REGISTER_BROKER with the KV namespace `ORDER_TOPIC_CONFIG` as the body, so
+    /// brokers learn the ordered-topic configuration.
+    #[key(java = "NamesrvConfig", dynamic)]
     return_order_topic_config_to_broker: bool = "returnOrderTopicConfigToBroker", true;
-    /// `clientRequestThreadPoolNums`: client (route query) pool size.
+    /// Java's thread pool for route queries. Unused: requests run on the async runtime's worker
+    /// threads (one per core) and registrations on the registration lane.
+    #[key(java = "NamesrvConfig", no_effect)]
     client_request_thread_pool_nums: i32 = "clientRequestThreadPoolNums", 8;
-    /// `defaultThreadPoolNums`: default pool size.
+    /// Java's thread pool for every other request. Unused, like `clientRequestThreadPoolNums`.
+    #[key(java = "NamesrvConfig", no_effect)]
     default_thread_pool_nums: i32 = "defaultThreadPoolNums", 16;
-    /// `clientRequestThreadPoolQueueCapacity`.
+    /// The queue bound of Java's route-query pool. Unused.
+    #[key(java = "NamesrvConfig", no_effect)]
     client_request_thread_pool_queue_capacity: i32 = "clientRequestThreadPoolQueueCapacity", 50000;
-    /// `defaultThreadPoolQueueCapacity`.
+    /// The queue bound of Java's default pool. Unused.
+    #[key(java = "NamesrvConfig", no_effect)]
     default_thread_pool_queue_capacity: i32 = "defaultThreadPoolQueueCapacity", 10000;
-    /// `scanNotActiveBrokerInterval`: liveness scan period, ms.
+    /// How often, in milliseconds, the server looks for brokers whose heartbeat timeout (sent by
+    /// each broker when it registers; 120 s when it sends none) has passed, and removes them
+    /// from the routes. The first scan runs 5 s after start.
+    #[key(java = "NamesrvConfig")]
     scan_not_active_broker_interval: i64 = "scanNotActiveBrokerInterval", 5000;
-    /// `unRegisterBrokerQueueCapacity`: batch-unregister queue bound.
+    /// The bound of the queue of pending unregistrations (UNREGISTER_BROKER, closed connections,
+    /// expired brokers), applied in batches. When it is full an unregistration is refused.
+    #[key(java = "NamesrvConfig")]
     un_register_broker_queue_capacity: i32 = "unRegisterBrokerQueueCapacity", 3000;
-    /// `supportActingMaster` (dynamic): acting-master route rewrite.
+    /// When a broker group's master is gone, routes name the slave with the lowest id as the
+    /// acting master (broker id 0), for RocketMQ 5's slave-acting-master mode.
+    #[key(java = "NamesrvConfig", dynamic)]
     support_acting_master: bool = "supportActingMaster", false;
-    /// `enableAllTopicList` (dynamic): gate for GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206).
+    /// Allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206); when false it is answered with
+    /// SYSTEM_ERROR `disable`.
+    #[key(java = "NamesrvConfig", dynamic)]
     enable_all_topic_list: bool = "enableAllTopicList", true;
-    /// `enableTopicList` (dynamic): gate for 224 and 311–313.
+    /// Allows GET_TOPICS_BY_CLUSTER (224) and the unit-topic lists (311–313); when false they
+    /// are answered with SYSTEM_ERROR `disable`.
+    #[key(java = "NamesrvConfig", dynamic)]
     enable_topic_list: bool = "enableTopicList", true;
-    /// `notifyMinBrokerIdChanged` (dynamic): send NOTIFY_MIN_BROKER_ID_CHANGE.
+    /// Java pushes NOTIFY_MIN_BROKER_ID_CHANGE to a broker group's members when its lowest
+    /// broker id changes. Not sent by this server: the value is accepted and ignored.
+    #[key(java = "NamesrvConfig", no_effect)]
     notify_min_broker_id_changed: bool = "notifyMinBrokerIdChanged", false;
-    /// `enableControllerInNamesrv`: also run a RocketMQ 5 controller node in this process, on
-    /// its own port (its entry in `controllerDLegerPeers`; the controller keys are read from
-    /// the same file, see the controller's key reference). Default false. Read at start.
+    /// Also runs a RocketMQ 5 controller node in this process, on its own port (its entry in
+    /// `controllerDLegerPeers`); the controller's keys are read from the same file (see the
+    /// [controller key reference](controller-keys.md)). Route serving never depends on it.
+    #[key(java = "NamesrvConfig")]
     enable_controller_in_namesrv: bool = "enableControllerInNamesrv", false;
-    /// `needWaitForService` (dynamic): refuse route queries during warm-up.
+    /// Refuses route queries (SYSTEM_ERROR `name server not ready`) for the first
+    /// `waitSecondsForService` seconds after start, so that brokers register before clients
+    /// read routes from a freshly started nameserver.
+    #[key(java = "NamesrvConfig", dynamic)]
     need_wait_for_service: bool = "needWaitForService", false;
-    /// `waitSecondsForService` (dynamic): warm-up length, seconds.
+    /// The warm-up of `needWaitForService`, in seconds from start.
+    #[key(java = "NamesrvConfig", dynamic)]
     wait_seconds_for_service: i32 = "waitSecondsForService", 45;
-    /// `deleteTopicWithBrokerRegistration` (dynamic): drop topics missing from a registration.
+    /// A full registration removes the broker's topics that are missing from it (topics deleted
+    /// on the broker then leave the routes). Meant for brokers with `enableSingleTopicRegister`.
+    #[key(java = "NamesrvConfig", dynamic)]
     delete_topic_with_broker_registration: bool = "deleteTopicWithBrokerRegistration", false;
-    /// `configBlackList`: extra keys 318 may not change, `;`-separated; read once at start.
+    /// Keys UPDATE_NAMESRV_CONFIG refuses with NO_PERMISSION, `;`-separated, on top of the fixed
+    /// `configBlackList`, `configStorePath`, `kvConfigPath` and `rocketmqHome`. Read once at
+    /// start; UPDATE_NAMESRV_CONFIG refuses it.
+    #[key(java = "NamesrvConfig")]
     config_black_list: String = "configBlackList", "configBlackList;configStorePath;kvConfigPath".to_owned();
 
     // ---- NettyServerConfig ----
-    /// `bindAddress`: listen address (hostname, IPv4 or IPv6). Read at start;
-    /// UPDATE_NAMESRV_CONFIG may not change it (Java persists it for the next start).
+    /// The listen address of the remoting port: an IPv4 or IPv6 address or a host name.
+    /// UPDATE_NAMESRV_CONFIG refuses it (Java persists it, and the next start then leaves the
+    /// address clients and brokers use).
+    #[key(java = "NettyServerConfig")]
     bind_address: String = "bindAddress", "0.0.0.0".to_owned();
-    /// `listenPort`: 0 lets the OS choose. Read at start; UPDATE_NAMESRV_CONFIG may not change
-    /// it (Java persists it, and a bad port then stops the next start).
+    /// The remoting port (TCP; plaintext and TLS on the same port). 0 lets the OS choose.
+    /// UPDATE_NAMESRV_CONFIG refuses it (Java persists it, and a bad port then stops the next
+    /// start).
+    #[key(java = "NettyServerConfig")]
     listen_port: i32 = "listenPort", 9876;
-    /// `serverWorkerThreads`.
+    /// Java's Netty handler threads. Unused: the async runtime runs one worker per core.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_worker_threads: i32 = "serverWorkerThreads", 8;
-    /// `serverCallbackExecutorThreads` (0 means 4).
+    /// Java's callback executor (0 means 4). Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_callback_executor_threads: i32 = "serverCallbackExecutorThreads", 0;
-    /// `serverSelectorThreads`: I/O threads.
+    /// Java's Netty I/O threads. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_selector_threads: i32 = "serverSelectorThreads", 3;
-    /// `serverOnewaySemaphoreValue`: limit on server-initiated oneway calls.
+    /// Java's limit on concurrent server-initiated oneway calls. Unused (the server initiates
+    /// none).
+    #[key(java = "NettyServerConfig", no_effect)]
     server_oneway_semaphore_value: i32 = "serverOnewaySemaphoreValue", 256;
-    /// `serverAsyncSemaphoreValue`: limit on server-initiated async calls.
+    /// Java's limit on concurrent server-initiated async calls. Unused (the server initiates
+    /// none).
+    #[key(java = "NettyServerConfig", no_effect)]
     server_async_semaphore_value: i32 = "serverAsyncSemaphoreValue", 64;
-    /// `serverChannelMaxIdleTimeSeconds`: a connection that sends no complete frame for this
-    /// long is closed (Java's all-idle close); 0 never closes one. Read when a connection
-    /// opens; an update refuses 1–59 (brokers re-register every 30 s).
+    /// A connection that sends no complete frame for this many seconds is closed (a broker's
+    /// connection closing removes the broker, like Java's all-idle close); 0 never closes one.
+    /// An update applies to connections accepted after it and refuses 1–59 (brokers re-register
+    /// every 30 s).
+    #[key(java = "NettyServerConfig", dynamic)]
     server_channel_max_idle_time_seconds: i32 = "serverChannelMaxIdleTimeSeconds", 120;
-    /// `serverSocketSndBufSize`: SO_SNDBUF, not set when 0.
+    /// SO_SNDBUF of accepted connections in Java (0: the OS default). Unused: the OS default
+    /// applies.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_socket_snd_buf_size: i32 = "serverSocketSndBufSize", 0;
-    /// `serverSocketRcvBufSize`: SO_RCVBUF, not set when 0.
+    /// SO_RCVBUF of accepted connections in Java (0: the OS default). Unused: the OS default
+    /// applies.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_socket_rcv_buf_size: i32 = "serverSocketRcvBufSize", 0;
-    /// `writeBufferHighWaterMark`: used only if both marks are > 0.
+    /// Netty's write-buffer high-water mark in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     write_buffer_high_water_mark: i32 = "writeBufferHighWaterMark", 0;
-    /// `writeBufferLowWaterMark`: used only if both marks are > 0.
+    /// Netty's write-buffer low-water mark in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     write_buffer_low_water_mark: i32 = "writeBufferLowWaterMark", 0;
-    /// `serverSocketBacklog` (Java ignores it and uses 1024).
+    /// The listen backlog. Unused, as in Java: the backlog is 1024.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_socket_backlog: i32 = "serverSocketBacklog", 1024;
-    /// `serverNettyWorkerGroupEnable`.
+    /// A Netty threading switch in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_netty_worker_group_enable: bool = "serverNettyWorkerGroupEnable", true;
-    /// `serverPooledByteBufAllocatorEnable`.
+    /// Netty's pooled buffer allocator in Java. Unused.
+    #[key(java = "NettyServerConfig", no_effect)]
     server_pooled_byte_buf_allocator_enable: bool = "serverPooledByteBufAllocatorEnable", true;
-    /// `enableShutdownGracefully`: GO_AWAY window before closing.
+    /// On SIGTERM or SIGINT, keep serving for `shutdownWaitTimeSeconds` while answering new
+    /// clients with GO_AWAY (so they move to another nameserver), then close. When false the
+    /// server stops accepting at once, answers what connections already sent, and exits.
+    /// Read when the shutdown begins.
+    #[key(java = "NettyServerConfig", dynamic)]
     enable_shutdown_gracefully: bool = "enableShutdownGracefully", false;
-    /// `shutdownWaitTimeSeconds`: length of that window.
+    /// The length of the graceful-shutdown window, in seconds. Read when the shutdown begins.
+    #[key(java = "NettyServerConfig", dynamic)]
     shutdown_wait_time_seconds: i32 = "shutdownWaitTimeSeconds", 30;
-    /// `useEpollNativeSelector`.
+    /// Netty's native epoll transport in Java. Unused (tokio uses epoll on Linux anyway).
+    #[key(java = "NettyServerConfig", no_effect)]
     use_epoll_native_selector: bool = "useEpollNativeSelector", false;
 
-    // ---- rocketmq-namesrv-rs keys (no Java equivalent) ----
-    /// `routeSnapshotEnable`: keep a route snapshot for a warm restart (default `true`). When
+    // ---- JVM system properties in Java, read from the same file here ----
+    /// The header encoding of this server's responses: `JSON` (the default when unset) or
+    /// `ROCKETMQ` (binary). Clients read both.
+    #[key(system_property)]
+    serialize_type: Option<SerializeType> = "rocketmq.serialize.type", None;
+    /// TLS on the remoting port: `disabled` (a TLS handshake closes the connection),
+    /// `permissive` (TLS and plaintext on the same port; the default when unset or unknown) or
+    /// `enforcing` (plaintext closes the connection).
+    #[key(system_property)]
+    tls_server_mode: Option<String> = "tls.server.mode", None;
+    /// When `true` (the default when unset), TLS uses a self-signed certificate generated at
+    /// start and ignores `tls.server.certPath` and `tls.server.keyPath`; set `false` to serve
+    /// your own certificate.
+    #[key(system_property)]
+    tls_test_mode_enable: Option<String> = "tls.test.mode.enable", None;
+    /// Client certificates: `none` (the default when unset), `optional` (verified against
+    /// `tls.server.trustCertPath` when sent) or `require`.
+    #[key(system_property)]
+    tls_server_need_client_auth: Option<String> = "tls.server.need.client.auth", None;
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with
+    /// `tls.server.keyPassword`). Reloaded without a restart when the file changes.
+    #[key(system_property)]
+    tls_server_key_path: Option<String> = "tls.server.keyPath", None;
+    /// The password of an encrypted PKCS#8 `tls.server.keyPath`.
+    #[key(system_property)]
+    tls_server_key_password: Option<String> = "tls.server.keyPassword", None;
+    /// The PEM certificate chain, leaf first. Reloaded without a restart when the file changes.
+    #[key(system_property)]
+    tls_server_cert_path: Option<String> = "tls.server.certPath", None;
+    /// Java's switch for verifying client certificates. Unused: client certificates, when
+    /// `tls.server.need.client.auth` asks for them, are always verified.
+    #[key(system_property, no_effect)]
+    tls_server_auth_client: Option<String> = "tls.server.authClient", None;
+    /// The PEM CA certificates that client certificates must chain to. Reloaded without a
+    /// restart when the file changes.
+    #[key(system_property)]
+    tls_server_trust_cert_path: Option<String> = "tls.server.trustCertPath", None;
+    /// A properties file whose `tls.*` keys override these (all but `tls.server.mode`), read at
+    /// start when it exists; `/etc/rocketmq/tls.properties` when unset.
+    #[key(system_property)]
+    tls_config_file: Option<String> = "tls.config.file", None;
+
+    // ---- Keys of this server only (no Java equivalent): new keys go here, no marker needed
+    // unless they are `dynamic` ----
+    // Warm restart and resource caps.
+    /// Keep a route snapshot for a warm restart (default `true`). When
     /// on, the route tables (clusters, broker groups, live brokers, topic queues, filter
     /// servers, static-topic mappings) are written to `routeSnapshotPath` at most every 5 s
     /// after they change and once more at graceful shutdown, and restored before the port opens
@@ -138,103 +257,88 @@ conf::config_struct! {
     /// timeout as usual. A missing snapshot is an empty start; a damaged one is logged and
     /// skipped for its `.bak`, never fatal. Read at start-up.
     route_snapshot_enable: bool = "routeSnapshotEnable", true;
-    /// `routeSnapshotPath`: the route snapshot file; unset means `routes.snapshot` in the
+    /// The route snapshot file; unset means `routes.snapshot` in the
     /// directory of `kvConfigPath`. The previous snapshot is kept as `<path>.bak`. Read at
     /// start-up; UPDATE_NAMESRV_CONFIG may not change it (black-listed, like the other paths).
     route_snapshot_path: Option<String> = "routeSnapshotPath", None;
-    /// `serverMaxConnections`: the most client connections served at once (default 50000). A
+    /// The most client connections served at once (default 50000). A
     /// connection beyond it is closed as soon as it is accepted (logged, counted in the
     /// `connections` cap metric). Takes effect at once for new connections.
+    #[key(dynamic)]
     server_max_connections: i32 = "serverMaxConnections", 50_000;
-    /// `serverFrameTimeoutSeconds`: how long a frame may take to arrive once its first byte has
+    /// How long a frame may take to arrive once its first byte has
     /// (default 60; 0 never times out). A slower sender's connection is closed. Read when a
     /// connection opens; an update refuses 1–9 (a broker's multi-MB registration over a slow
     /// link needs seconds).
+    #[key(dynamic)]
     server_frame_timeout_seconds: i32 = "serverFrameTimeoutSeconds", 60;
-    /// `com.rocketmq.remoting.frameMaxLength`: the largest frame accepted, length prefix
+    /// The largest frame accepted, length prefix
     /// included, bytes (Java's system property, default 16777216). It also bounds what one
     /// connection holds for a partially received frame: its buffer grows with the bytes that
     /// arrived, never to the announced length. A longer frame closes the connection. Read when
     /// a connection opens; an update refuses values under 4 MiB (broker registrations).
+    #[key(system_property, dynamic)]
     frame_max_length: i32 = "com.rocketmq.remoting.frameMaxLength", 16_777_216;
-    /// `serverMaxPendingFrameBytes`: the most bytes all connections together hold for frames
+    /// The most bytes all connections together hold for frames
     /// not yet complete (default 536870912, 512 MiB; at least `frameMaxLength`). A connection
     /// whose partial frame would take the total over it is closed (logged, counted in the
     /// `pending_frame_bytes` cap metric). Takes effect at once.
+    #[key(dynamic)]
     server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
-    /// `serverConnectionMaxPendingResponseBytes`: the most bytes of answers one connection may
+    /// The most bytes of answers one connection may
     /// have waiting for its client to read them (default 33554432, 32 MiB; more than any one
     /// answer). A client that asks for more without reading is closed. Takes effect at once.
+    #[key(dynamic)]
     server_connection_max_pending_response_bytes: i64 =
         "serverConnectionMaxPendingResponseBytes", 32 << 20;
-    /// `serverMaxPendingResponseBytes`: the most bytes of answers all connections together may
+    /// The most bytes of answers all connections together may
     /// have waiting for slow or stuck readers (default 536870912, 512 MiB; at least
     /// `serverConnectionMaxPendingResponseBytes`). A connection whose waiting answers would
     /// take the total over it is closed. Takes effect at once.
+    #[key(dynamic)]
     server_max_pending_response_bytes: i64 = "serverMaxPendingResponseBytes", 512 << 20;
-    /// `registerBodyMaxInflatedBytes`: the most bytes a compressed REGISTER_BROKER body may
+    /// The most bytes a compressed REGISTER_BROKER body may
     /// inflate to (default 67108864, 64 MiB; a 50,000-topic table inflates to under 5 MiB).
     /// A larger one is refused with SYSTEM_ERROR and the broker's routes stay as they were.
     /// Takes effect at once.
+    #[key(dynamic)]
     register_body_max_inflated_bytes: i64 = "registerBodyMaxInflatedBytes", 64 << 20;
-    /// `registerBrokerMaxTopics`: the most topics one REGISTER_BROKER body may carry (default
+    /// The most topics one REGISTER_BROKER body may carry (default
     /// 200000, four times the largest broker we benchmark). A registration with more is
     /// refused with SYSTEM_ERROR `register broker failed: <n> topics exceed the limit of <max>
     /// (registerBrokerMaxTopics)`, and nothing of it is applied: the broker keeps its previous
     /// routes until they expire (it retries every 30 s and logs the remark). A compressed body
     /// is refused from its announced count, before its topics are read. Takes effect at once.
+    #[key(dynamic)]
     register_broker_max_topics: i32 = "registerBrokerMaxTopics", 200_000;
-    /// `kvConfigMaxValueBytes`: the longest value PUT_KV_CONFIG accepts, bytes of UTF-8
+    /// The longest value PUT_KV_CONFIG accepts, bytes of UTF-8
     /// (default 65536). A longer one is refused with SYSTEM_ERROR and nothing is stored.
     /// Takes effect at once.
+    #[key(dynamic)]
     kv_config_max_value_bytes: i32 = "kvConfigMaxValueBytes", 65_536;
 
-    // ---- JVM system properties in Java, read from the same file here ----
-    /// `rocketmq.serialize.type`: header serialization of our responses, `JSON` (default when
-    /// unset) or `ROCKETMQ`.
-    serialize_type: Option<SerializeType> = "rocketmq.serialize.type", None;
-    /// `tls.server.mode`: `disabled`, `permissive` (Java default) or `enforcing`; raw text.
-    tls_server_mode: Option<String> = "tls.server.mode", None;
-    /// `tls.test.mode.enable`: raw text (Java default `true`).
-    tls_test_mode_enable: Option<String> = "tls.test.mode.enable", None;
-    /// `tls.server.need.client.auth`: `none`, `optional` or `require`; raw text.
-    tls_server_need_client_auth: Option<String> = "tls.server.need.client.auth", None;
-    /// `tls.server.keyPath`: raw text.
-    tls_server_key_path: Option<String> = "tls.server.keyPath", None;
-    /// `tls.server.keyPassword`: raw text.
-    tls_server_key_password: Option<String> = "tls.server.keyPassword", None;
-    /// `tls.server.certPath`: raw text.
-    tls_server_cert_path: Option<String> = "tls.server.certPath", None;
-    /// `tls.server.authClient`: raw text.
-    tls_server_auth_client: Option<String> = "tls.server.authClient", None;
-    /// `tls.server.trustCertPath`: raw text.
-    tls_server_trust_cert_path: Option<String> = "tls.server.trustCertPath", None;
-    /// `tls.config.file`: raw text (Java default `/etc/rocketmq/tls.properties`).
-    tls_config_file: Option<String> = "tls.config.file", None;
-
-    // ---- The operations surface (ours; Java has none) ----
-    /// `httpListenPort`: TCP port of the HTTP listener (metrics at `/metrics`, probes at
-    /// `/healthz` and `/readyz`, the JSON API under `/api/v1/`, the dashboard at `/`, the
-    /// address server at `/rocketmq/nsaddr`). Default 8080, the port the Java client's
-    /// address-server lookup uses when `rocketmq.namesrv.domain` has none; `0` disables the
-    /// listener. A port already taken stops start-up. Read once at start; UPDATE_NAMESRV_CONFIG
-    /// may not change it (the probes would lose the server at the next start).
+    // The operations surface (Java has none).
+    /// The TCP port of the HTTP listener: metrics at `/metrics`, probes at `/healthz` and
+    /// `/readyz`, the JSON API under `/api/v1/`, the dashboard at `/`, the address server at
+    /// `/rocketmq/nsaddr`. 8080 is the port the Java client's address-server lookup uses when
+    /// `rocketmq.namesrv.domain` has none; `0` disables the listener. A port already taken stops
+    /// start-up. UPDATE_NAMESRV_CONFIG refuses it (the probes would lose the server at the next
+    /// start).
     http_listen_port: i32 = "httpListenPort", 8080;
-    /// `httpBindAddress`: address the HTTP listener binds (hostname, IPv4 or IPv6). Unset (the
-    /// default): the same as `bindAddress`. Read once at start; UPDATE_NAMESRV_CONFIG may not
-    /// change it.
+    /// The address the HTTP listener binds (host name, IPv4 or IPv6). Unset: the same as
+    /// `bindAddress`. UPDATE_NAMESRV_CONFIG refuses it.
     http_bind_address: Option<String> = "httpBindAddress", None;
-    /// `metricsEnable`: record per-request metrics and serve `/metrics` (default `true`). With
-    /// `false` the connection path reads no clock and counts nothing per request, and
-    /// `/metrics` answers 404; the probes, API, dashboard and address server still work. Read
-    /// once at start.
+    /// Records per-request metrics and serves `/metrics`. With `false` the connection path reads
+    /// no clock and counts nothing per request, and `/metrics` answers 404; the probes, API,
+    /// dashboard and address server still work.
     metrics_enable: bool = "metricsEnable", true;
-    /// `httpNamesrvAddr`: the nameserver list the address server answers at
-    /// `GET /rocketmq/nsaddr` (and `/rocketmq/<any subgroup>`), `;`-separated `host:port` as in
-    /// a client's `namesrvAddr`; the Java client fetches it when started with
-    /// `-Drocketmq.namesrv.domain=<this host>:<httpListenPort>`. Unset (the default): this
-    /// server's own remoting address (`bindAddress`, or the address the HTTP request came in on
-    /// when that is a wildcard, and the remoting port). Dynamic: an update applies at once.
+    /// The nameserver list the address server answers at `GET /rocketmq/nsaddr` (and
+    /// `/rocketmq/<any subgroup>`), `;`-separated `host:port` as in a client's `namesrvAddr`; the
+    /// Java client fetches it when started with
+    /// `-Drocketmq.namesrv.domain=<this host>:<httpListenPort>`. Unset: this server's own
+    /// remoting address (`bindAddress`, or the address the HTTP request came in on when that is a
+    /// wildcard, and the remoting port).
+    #[key(dynamic)]
     http_namesrv_addr: Option<String> = "httpNamesrvAddr", None;
     }
 }
@@ -410,6 +514,17 @@ impl Config {
                 .unwrap_or_else(|| Path::new("."))
                 .join("routes.snapshot"),
         }
+    }
+
+    /// What the book's key reference says about every key: the table's [`Config::key_infos`],
+    /// with the keys of the default black list and where the server listens marked refused,
+    /// and the ranges
+    /// [`Config::validate`] enforces.
+    pub fn documented_keys() -> Vec<conf::KeyInfo> {
+        conf::table::documented_keys::<Config>(Config::key_infos(), INT_RANGES)
+            .into_iter()
+            .map(|info| if RESTART_ONLY.contains(&info.key) { info.refused() } else { info })
+            .collect()
     }
 
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says

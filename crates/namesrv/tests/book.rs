@@ -1,0 +1,101 @@
+//! The documentation book's key reference is generated from the key table and matches what the
+//! binaries print: `docs/src/reference/keys.md` equals what `Config::documented_keys` renders now, and
+//! `mqnamesrv -p` prints exactly the keys the page documents (both directions).
+//!
+//! After adding or changing a key: `cargo test -p namesrv --test book` (the first run rewrites
+//! the page and fails; the second passes), then commit the page.
+
+use keyref::{book_page, DefaultValue, Reference};
+use namesrv::Config;
+
+const REGENERATE: &str = "cargo test -p namesrv --test book";
+
+const INTRO: &str = "\
+Every key below can be set in the properties file given with `mqnamesrv -c FILE`, one \
+`key=value` per line, with the Java NameServer's names and defaults: a Java `namesrv.properties` \
+works unchanged. `mqnamesrv -p` (after `-c FILE` if any) prints every key with its effective \
+value. A value that cannot be converted to the key's type or is out of range stops start-up \
+with a message naming the key (Java ignores it silently). Keys that no row knows are kept as \
+written: GET_NAMESRV_CONFIG returns them and UPDATE_NAMESRV_CONFIG re-persists them, as Java \
+does.
+
+**Run-time change** says what an UPDATE_NAMESRV_CONFIG (`mqadmin updateNamesrvConfig -k KEY \
+-v VALUE`) does to the running server. *at once*: the server uses the new value from the next \
+request on. *next start*: the value is persisted to `configStorePath` (the `-c` file when there \
+is one) and used when the server next starts from that file. *refused*: the update is answered \
+with NO_PERMISSION (16) and nothing changes. *none (unused)*: accepted and persisted for compatibility, \
+but this server does not read it. An update with a bad value is refused as a whole with \
+SYSTEM_ERROR and a message naming the key (Java ignores the value and answers SUCCESS).";
+
+/// Every binary with a `-p` listing and the page documenting its keys. A new binary with a key
+/// table is one more row (if it lives in another package, call
+/// `keyref::assert_binary_keys_documented` the same way from that package's tests).
+const BINARIES: &[(&str, &str)] = &[(env!("CARGO_BIN_EXE_mqnamesrv"), "reference/keys.md")];
+
+#[test]
+fn key_reference_page_is_generated_from_the_key_table() {
+    let keys = Config::documented_keys();
+    let page = keyref::render_reference(&Reference {
+        title: "Configuration keys",
+        source: "the `config_struct!` table in `crates/namesrv/src/config.rs`",
+        regenerate: REGENERATE,
+        intro: INTRO,
+        keys: &keys,
+    });
+    keyref::ensure_file(&book_page("reference/keys.md"), &page, REGENERATE);
+}
+
+#[test]
+fn binaries_print_exactly_the_documented_keys() {
+    for (binary, page) in BINARIES {
+        keyref::assert_binary_keys_documented(binary, &book_page(page));
+    }
+}
+
+#[test]
+fn every_key_has_documentation_and_machine_independent_defaults() {
+    let machine: Vec<String> = ["HOME", "ROCKETMQ_HOME"]
+        .iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .filter(|value| value.len() > 1)
+        .collect();
+    for info in Config::documented_keys() {
+        assert!(
+            info.doc.split_whitespace().count() >= 3,
+            "{}: give the key a `///` comment saying what it does",
+            info.key
+        );
+        if let DefaultValue::Value(default) = &info.default {
+            for value in &machine {
+                assert!(
+                    !default.contains(value.as_str()),
+                    "{}: the default {default:?} depends on this machine; describe it with a \
+                     `default_doc = \"...\"` marker",
+                    info.key
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn keys_an_update_may_not_change_are_documented_as_refused() {
+    let infos = Config::documented_keys();
+    let refused: Vec<&str> = infos.iter().filter(|i| i.refused).map(|i| i.key).collect();
+    // The default black list (Java's four and the snapshot path) and where the server listens.
+    assert_eq!(
+        refused,
+        [
+            "rocketmqHome",
+            "kvConfigPath",
+            "configStorePath",
+            "configBlackList",
+            "bindAddress",
+            "listenPort",
+            "routeSnapshotPath",
+            "httpListenPort",
+            "httpBindAddress"
+        ]
+    );
+    assert_eq!(infos.len(), Config::KEYS.len());
+}
