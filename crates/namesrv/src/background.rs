@@ -1,4 +1,5 @@
-//! Background tasks: the liveness scan and the batched unregistration. Each stops on shutdown.
+//! Background tasks: the liveness scan, the batched unregistration, the TLS and accounts file
+//! reloaders. Each stops on shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,13 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
         tokio::spawn(scan_loop(state.clone(), trigger.subscribe())),
         tokio::spawn(unregister_loop(state.clone(), trigger.subscribe())),
     ];
+    if let Some(auth) = &state.auth {
+        let mut shutdown = trigger.subscribe();
+        tasks.push(crate::auth::spawn_reloader(
+            Arc::clone(auth),
+            async move { shutdown.recv().await },
+        ));
+    }
     if state.tls.mode() != crate::transport::TlsMode::Disabled {
         let mut shutdown = trigger.subscribe();
         tasks.push(crate::transport::spawn_reloader(state.tls.clone(), async move {

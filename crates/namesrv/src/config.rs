@@ -156,6 +156,53 @@ impl Value for Option<SerializeType> {
     }
 }
 
+/// Which requests must be authenticated when `authenticationEnabled` is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthMode {
+    /// Only state-changing requests (broker registration, KV and config writes, permission
+    /// changes, topic deletion); reads stay open so unmodified clients keep working.
+    #[default]
+    Writes,
+    /// Every request, reads included.
+    All,
+}
+
+impl Value for Option<AuthMode> {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        match raw {
+            "writes" => Ok(Some(AuthMode::Writes)),
+            "all" => Ok(Some(AuthMode::All)),
+            _ => Err("expected writes or all"),
+        }
+    }
+    fn render(&self) -> Option<String> {
+        self.map(|mode| match mode {
+            AuthMode::Writes => "writes".to_owned(),
+            AuthMode::All => "all".to_owned(),
+        })
+    }
+}
+
+impl Value for Option<bool> {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        <bool as Value>::parse(raw).map(Some)
+    }
+    fn render(&self) -> Option<String> {
+        self.map(|b| b.to_string())
+    }
+}
+
+/// What `-p` and GET_NAMESRV_CONFIG (319) show instead of a secret's value.
+pub const REDACTED: &str = "******";
+
+/// Whether a key's value is a secret that `-p` and 319 never show: any key whose name
+/// contains `password`, `secret` or `credential` (case-insensitive), e.g.
+/// `tls.server.keyPassword`, a broker's `innerClientAuthenticationCredentials` or `secretKey`.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["password", "secret", "credential"].iter().any(|word| key.contains(word))
+}
+
 fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
     let mut reason = reason.to_owned();
     if value != value.trim() {
@@ -336,6 +383,24 @@ config_struct! {
     tls_server_trust_cert_path: Option<String> = "tls.server.trustCertPath", None;
     /// `tls.config.file`: raw text (Java default `/etc/rocketmq/tls.properties`).
     tls_config_file: Option<String> = "tls.config.file", None;
+
+    // ---- Access control (no Java counterpart: the Java NameServer checks nothing). Unset
+    // (so absent from 319, like Java's output) unless the `-c` file sets them. ----
+    /// `authenticationEnabled`: check who sends each request (RocketMQ request signatures,
+    /// client certificates, address allow-lists) against the accounts in `authConfigPath`, and
+    /// refuse with NO_PERMISSION (16) what an account's role does not allow. Default `false`
+    /// (Java-compatible: every request accepted). Read once at start; 318 may not change it.
+    authentication_enabled: Option<bool> = "authenticationEnabled", None;
+    /// `authConfigPath`: the accounts file (YAML: `accounts` with `accessKey`, `secretKey`,
+    /// `role`, optional `whiteRemoteAddress` and `certificateCN`; optional
+    /// `globalWhiteRemoteAddresses`). Default `$HOME/namesrv/auth.yml`. Must exist and be valid
+    /// at start when authentication is on; re-read within a second of a change (a broken or
+    /// removed file keeps the previous accounts). Read once at start; 318 may not change it.
+    auth_config_path: Option<String> = "authConfigPath", None;
+    /// `authenticationMode`: `writes` (default: only state-changing requests must be
+    /// authenticated; route, cluster, topic, KV and config reads stay open) or `all` (every
+    /// request). Read once at start; 318 may not change it.
+    authentication_mode: Option<AuthMode> = "authenticationMode", None;
 }
 
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
@@ -362,10 +427,19 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("shutdownWaitTimeSeconds", 0, i32::MAX as i64),
 ];
 
-/// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says.
+/// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says: Java's
+/// four, and the access-control keys (a remote request must not be able to turn checking off or
+/// point it at another accounts file).
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
-pub const FIXED_BLACK_LIST: [&str; 4] =
-    ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"];
+pub const FIXED_BLACK_LIST: [&str; 7] = [
+    "configBlackList",
+    "configStorePath",
+    "kvConfigPath",
+    "rocketmqHome",
+    "authenticationEnabled",
+    "authConfigPath",
+    "authenticationMode",
+];
 
 impl Config {
     /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
@@ -433,25 +507,34 @@ impl Config {
         all
     }
 
-    /// The GET_NAMESRV_CONFIG (319) body and the `configStorePath` file content: every set key
-    /// (typed and extra) as `key=value\n`, sorted by key, unset values skipped, no escaping.
+    /// The `configStorePath` file content: every set key (typed and extra) as `key=value\n`,
+    /// sorted by key, unset values skipped, no escaping. Secrets included (see
+    /// [`Config::to_public_properties_text`] for what is shown).
     /// Java: `Configuration#getAllConfigsFormatString` (errata D35)
     pub fn to_properties_text(&self) -> String {
         let all = self.to_sorted_entries();
         properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
+    /// The GET_NAMESRV_CONFIG (319) body: [`Config::to_properties_text`] with the value of every
+    /// [secret key](is_secret_key) replaced by [`REDACTED`] (Java shows them).
+    pub fn to_public_properties_text(&self) -> String {
+        let all = self.to_sorted_entries();
+        properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), shown(k, v))))
+    }
+
     /// The `-p` listing: every typed key as `key=value\n` in Java declaration order (unset values
     /// empty, as Java prints null), then the extra keys sorted.
     /// Java: `MixAll#printObjectProperties` over `NamesrvConfig` and `NettyServerConfig`
+    /// Secrets are shown as [`REDACTED`].
     pub fn to_print_text(&self) -> String {
         let mut out = String::new();
         for key in Self::KEYS {
             let value = self.get(key).unwrap_or_default();
-            out.push_str(&format!("{key}={value}\n"));
+            out.push_str(&format!("{key}={}\n", shown(key, &value)));
         }
         for (key, value) in &self.extra {
-            out.push_str(&format!("{key}={value}\n"));
+            out.push_str(&format!("{key}={}\n", shown(key, value)));
         }
         out
     }
@@ -473,10 +556,34 @@ impl Config {
         list
     }
 
+    /// `authenticationEnabled`, false when unset.
+    pub fn authentication_on(&self) -> bool {
+        self.authentication_enabled.unwrap_or(false)
+    }
+
+    /// `authConfigPath`, `$HOME/namesrv/auth.yml` when unset.
+    pub fn auth_file(&self) -> PathBuf {
+        PathBuf::from(self.auth_config_path.clone().unwrap_or_else(|| home_file("auth.yml")))
+    }
+
+    /// `authenticationMode`, `writes` when unset.
+    pub fn auth_mode(&self) -> AuthMode {
+        self.authentication_mode.unwrap_or_default()
+    }
+
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
     /// otherwise).
     pub fn effective_serialize_type(&self) -> SerializeType {
         self.serialize_type.unwrap_or_default()
+    }
+}
+
+/// `value` as `-p` and 319 show it: [`REDACTED`] for a non-empty secret.
+fn shown<'a>(key: &str, value: &'a str) -> &'a str {
+    if !value.is_empty() && is_secret_key(key) {
+        REDACTED
+    } else {
+        value
     }
 }
 
@@ -516,9 +623,14 @@ impl SharedConfig {
         &self.black_list
     }
 
-    /// The GET_NAMESRV_CONFIG (319) body. See [`Config::to_properties_text`].
+    /// The configuration as persisted, secrets included. See [`Config::to_properties_text`].
     pub fn to_properties_text(&self) -> String {
         self.load().to_properties_text()
+    }
+
+    /// The GET_NAMESRV_CONFIG (319) body. See [`Config::to_public_properties_text`].
+    pub fn to_public_properties_text(&self) -> String {
+        self.load().to_public_properties_text()
     }
 
     /// UPDATE_NAMESRV_CONFIG (318). An empty body changes nothing. Otherwise the body is read as
@@ -542,6 +654,10 @@ impl SharedConfig {
         let _guard = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = Config::clone(&self.current.load());
         for (key, value) in entries {
+            if value == REDACTED && is_secret_key(&key) {
+                // A 319 listing sent back unchanged: keep the secret it hid.
+                continue;
+            }
             let known = next.set_known(&key, &value).map_err(ConfigUpdateError::InvalidValue)?;
             if known {
                 continue;
@@ -635,8 +751,71 @@ mod tests {
         let list: Vec<_> = config.black_list().into_iter().collect();
         assert_eq!(
             list,
-            ["a", "b", "configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"]
+            [
+                "a",
+                "authConfigPath",
+                "authenticationEnabled",
+                "authenticationMode",
+                "b",
+                "configBlackList",
+                "configStorePath",
+                "kvConfigPath",
+                "rocketmqHome"
+            ]
         );
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_print_and_319_but_persisted() {
+        let mut config = Config {
+            tls_server_key_password: Some("hunter2".into()),
+            authentication_enabled: Some(true),
+            ..Config::default()
+        };
+        config
+            .extra
+            .insert("innerClientAuthenticationCredentials".into(), "{\"secretKey\":\"x\"}".into());
+        for shown in [config.to_print_text(), config.to_public_properties_text()] {
+            assert!(!shown.contains("hunter2") && !shown.contains("secretKey"), "{shown}");
+            assert!(shown.contains("tls.server.keyPassword=******"), "{shown}");
+            assert!(shown.contains("innerClientAuthenticationCredentials=******"), "{shown}");
+            assert!(shown.contains("authenticationEnabled=true"), "{shown}");
+        }
+        assert!(config.to_properties_text().contains("tls.server.keyPassword=hunter2"));
+    }
+
+    #[test]
+    fn a_redacted_secret_sent_back_by_318_keeps_the_secret() {
+        let dir = tempfile::tempdir().expect("dir");
+        let config = Config {
+            tls_server_key_password: Some("hunter2".into()),
+            config_store_path: dir.path().join("ns.properties").to_string_lossy().into_owned(),
+            ..Config::default()
+        };
+        let shared = SharedConfig::new(config);
+        let listing = shared.to_public_properties_text();
+        let line =
+            listing.lines().find(|l| l.starts_with("tls.server.keyPassword=")).expect("listed");
+        assert_eq!(line, "tls.server.keyPassword=******");
+        shared
+            .apply_update(format!("{line}\norderMessageEnable=true\n").as_bytes())
+            .expect("update");
+        assert_eq!(shared.load().tls_server_key_password.as_deref(), Some("hunter2"));
+        assert!(shared.load().order_message_enable);
+    }
+
+    #[test]
+    fn access_control_keys_are_unset_by_default_and_absent_from_319() {
+        let config = Config::default();
+        assert!(!config.authentication_on());
+        assert_eq!(config.auth_mode(), AuthMode::Writes);
+        assert!(config.auth_file().ends_with("namesrv/auth.yml"));
+        assert!(!config.to_public_properties_text().contains("authentication"));
+        let mut config = Config::default();
+        config.set_known("authenticationMode", "all").expect("all");
+        assert_eq!(config.auth_mode(), AuthMode::All);
+        let err = config.set_known("authenticationMode", "reads").expect_err("bad mode");
+        assert!(err.to_string().contains("authenticationMode"), "{err}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
-use crate::dispatch::dispatch;
+use crate::dispatch;
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, State};
 
@@ -100,9 +100,12 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
     }
     let (id, close) = state.open_connection();
     match state.negotiate(tcp, peer).await {
-        Ok((stream, real_peer)) => {
-            let ctx = ConnCtx { id, peer: real_peer, close };
-            let stream = crate::transport::Fair::new(stream);
+        Ok(negotiated) => {
+            let ctx = ConnCtx {
+                certificate_cn: negotiated.certificate_cn.map(Arc::from),
+                ..ConnCtx::new(id, negotiated.peer, close)
+            };
+            let stream = crate::transport::Fair::new(negotiated.stream);
             serve_connection(&state, stream, &ctx, shutdown).await;
         }
         Err(e) => debug!(%peer, error = %e, "connection refused during negotiation"),
@@ -166,25 +169,41 @@ pub async fn serve_connection<S>(
                     framed.read_buffer_mut().reserve(READ_ROOM);
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
-                if request.code == ROUTE_CODE
-                    && crate::handler::route::write_route(
-                        state,
-                        &request,
-                        framed.write_buffer_mut(),
-                    )
-                {
-                    // Answered in place; flush mid-batch like `feed` would past the boundary.
-                    if framed.write_buffer().len() >= WRITE_BATCH {
+                let response = if request.code == ROUTE_CODE {
+                    // Admitted first (access control), then answered in place when it can be.
+                    match dispatch::admit(state, ctx, &request) {
+                        Ok(who) => {
+                            if crate::handler::route::write_route(
+                                state,
+                                &request,
+                                framed.write_buffer_mut(),
+                            ) {
+                                None
+                            } else {
+                                dispatch::dispatch_admitted(state, ctx, request, who).await
+                            }
+                        }
+                        Err(refused) => dispatch::finish(state, &request, refused),
+                    }
+                } else {
+                    dispatch::dispatch(state, ctx, request).await
+                };
+                match response {
+                    Some(response) => {
+                        if let Err(e) = framed.feed(response).await {
+                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                            break;
+                        }
+                    }
+                    // Answered in place (or oneway); flush mid-batch like `feed` would past
+                    // the boundary.
+                    None if framed.write_buffer().len() >= WRITE_BATCH => {
                         if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
                             debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                             break;
                         }
                     }
-                } else if let Some(response) = dispatch(state, ctx, request).await {
-                    if let Err(e) = framed.feed(response).await {
-                        debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                        break;
-                    }
+                    None => {}
                 }
                 if large && large_frames.handled(Instant::now()) {
                     shrink_read_buffer(framed.read_buffer_mut());

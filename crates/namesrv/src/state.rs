@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 use crate::config::SharedConfig;
 use crate::kv::KvStore;
 use crate::route::{ConnId, Routes, UnregisterRequest};
-use crate::transport::{self, BoxedStream, TlsContext, TransportError};
+use crate::transport::{self, TlsContext, TransportError};
 
 /// How long a client may take for its PROXY preface and TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,6 +28,16 @@ pub struct ConnCtx {
     pub peer: SocketAddr,
     /// Notified when the server wants this connection closed (its broker expired).
     pub close: Arc<tokio::sync::Notify>,
+    /// The subject CN of the client's TLS certificate, when it presented one that was verified
+    /// against `tls.server.trustCertPath` (an identity for access control).
+    pub certificate_cn: Option<Arc<str>>,
+}
+
+impl ConnCtx {
+    /// A plain connection (no client certificate).
+    pub fn new(id: ConnId, peer: SocketAddr, close: Arc<tokio::sync::Notify>) -> Self {
+        ConnCtx { id, peer, close, certificate_cn: None }
+    }
 }
 
 /// Everything the handlers and background tasks share.
@@ -36,6 +46,8 @@ pub struct State {
     pub routes: Routes,
     pub kv: Arc<KvStore>,
     pub tls: Arc<TlsContext>,
+    /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
+    pub auth: Option<Arc<crate::auth::Auth>>,
     unregister_tx: mpsc::Sender<UnregisterRequest>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<UnregisterRequest>>>,
     started: tokio::time::Instant,
@@ -64,6 +76,7 @@ impl State {
             routes: Routes::new(),
             kv: Arc::new(kv),
             tls: Arc::new(tls),
+            auth: None,
             unregister_tx,
             unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
             started: tokio::time::Instant::now(),
@@ -174,7 +187,7 @@ impl State {
         &self,
         tcp: TcpStream,
         peer: SocketAddr,
-    ) -> Result<(BoxedStream, SocketAddr), TransportError> {
+    ) -> Result<transport::Negotiated, TransportError> {
         // Until its first byte a connection is merely idle: Java bounds it only by the idle
         // timeout (IdleStateHandler), so the handshake limit starts with the first byte.
         let idle = self.idle_timeout();
@@ -182,7 +195,6 @@ impl State {
             Ok(peeked) => drop(peeked?),
             Err(_) => return Err(TransportError::Timeout(idle)),
         }
-        let negotiated = transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await?;
-        Ok((negotiated.stream, negotiated.peer))
+        transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await
     }
 }

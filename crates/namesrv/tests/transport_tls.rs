@@ -29,7 +29,7 @@ const LIMIT: Duration = Duration::from_secs(10);
 /// Handshake timeout used by servers that are not testing it.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 
-type Outcome = Result<(SocketAddr, bool), TransportError>;
+type Outcome = Result<(SocketAddr, bool, Option<String>), TransportError>;
 
 /// Accepts connections, runs `negotiate`, reports each outcome, then echoes bytes.
 struct EchoServer {
@@ -59,7 +59,7 @@ impl EchoServer {
                 tokio::spawn(async move {
                     match negotiate(tcp, peer, &ctx, handshake_timeout).await {
                         Ok(n) => {
-                            let _ = tx.send(Ok((n.peer, n.tls)));
+                            let _ = tx.send(Ok((n.peer, n.tls, n.certificate_cn)));
                             let mut stream = n.stream;
                             let mut buf = [0u8; 1024];
                             while let Ok(len @ 1..) = stream.read(&mut buf).await {
@@ -88,6 +88,12 @@ impl EchoServer {
     }
 
     async fn accepted(&mut self) -> (SocketAddr, bool) {
+        let (peer, tls, _) = self.accepted_with_cn().await;
+        (peer, tls)
+    }
+
+    /// The next accepted connection with the subject CN negotiation took as its identity.
+    async fn accepted_with_cn(&mut self) -> (SocketAddr, bool, Option<String>) {
         match self.outcome().await {
             Ok(ok) => ok,
             Err(e) => panic!("connection refused: {e}"),
@@ -228,6 +234,7 @@ impl Files {
             key_password: None,
             trust_cert_path: Some(self.trust.clone()),
             client_auth,
+            auth_client: true,
         }
     }
 }
@@ -331,12 +338,47 @@ mod transport {
         }
         assert!(matches!(server.outcome().await, Err(TransportError::Handshake(_))));
 
-        // A certificate signed by the trusted CA is accepted.
+        // A certificate signed by the trusted CA is accepted, and its CN is the identity.
         let client = ca.leaf("broker-a", ExtendedKeyUsagePurpose::ClientAuth);
         let config = client_config(&roots, Some((client.cert, client.key)));
         let mut stream = tls_connect(server.addr, config, b"").await.unwrap();
         roundtrip(&mut stream, b"mutual").await;
-        assert!(server.accepted().await.1);
+        let (_, tls, cn) = server.accepted_with_cn().await;
+        assert!(tls);
+        assert_eq!(cn.as_deref(), Some("broker-a"));
+    }
+
+    #[tokio::test]
+    async fn auth_client_false_requires_a_certificate_but_accepts_any_and_takes_no_identity_from_it(
+    ) {
+        let ca = Ca::new("trusted CA");
+        let server_leaf = ca.leaf("namesrv", ExtendedKeyUsagePurpose::ServerAuth);
+        let files = Files::new(&server_leaf, &ca.pem);
+        let settings = TlsSettings {
+            auth_client: false,
+            ..files.settings(TlsMode::Enforcing, ClientAuth::Require)
+        };
+        let ctx = TlsContext::new(settings).unwrap();
+        assert!(!ctx.verifies_client_certificates());
+        let mut server = EchoServer::start(Arc::new(ctx), HANDSHAKE).await;
+        let roots = [ca.cert.clone()];
+
+        // Still required: no certificate, no connection.
+        if let Ok(mut stream) = tls_connect(server.addr, client_config(&roots, None), b"").await {
+            let _ = stream.write_all(b"x").await;
+            assert_closed(&mut stream).await;
+        }
+        assert!(matches!(server.outcome().await, Err(TransportError::Handshake(_))));
+
+        // A certificate no trusted CA signed is accepted (Java's InsecureTrustManagerFactory),
+        // but its CN is no identity: nothing vouches for it.
+        let stranger = Ca::new("other CA").leaf("ops-admin", ExtendedKeyUsagePurpose::ClientAuth);
+        let config = client_config(&roots, Some((stranger.cert, stranger.key)));
+        let mut stream = tls_connect(server.addr, config, b"").await.unwrap();
+        roundtrip(&mut stream, b"any certificate").await;
+        let (_, tls, cn) = server.accepted_with_cn().await;
+        assert!(tls);
+        assert_eq!(cn, None);
     }
 
     /// Connects until the served certificate is `expected` (the reloader polls in the background).

@@ -162,7 +162,8 @@ impl Watcher {
     }
 }
 
-fn hash_file(path: &Path) -> Option<u64> {
+/// A hash of the file's content; `None` when it cannot be read.
+pub(crate) fn hash_file(path: &Path) -> Option<u64> {
     let bytes = std::fs::read(path).ok()?;
     let mut hasher = DefaultHasher::new();
     bytes.hash(&mut hasher);
