@@ -6,6 +6,7 @@
 //! and `deleteTopic` does the nameserver part only).
 
 mod cmd;
+pub mod credentials;
 pub mod pretty;
 
 use std::io::Write;
@@ -22,6 +23,14 @@ pub struct Cli {
     /// Print JSON instead of the Java tool's text
     #[arg(long, global = true)]
     pub json: bool,
+    /// Access key to sign every request with (needs --secretKey); without both, the
+    /// accessKey/secretKey of $ROCKETMQ_HOME/conf/tools.yml (the Java mqadmin's file) are used
+    #[arg(long = "accessKey", env = "ROCKETMQ_ACCESS_KEY", hide_env_values = true, global = true)]
+    pub access_key: Option<String>,
+    /// Secret key of --accessKey (prefer the environment variable: a command line is visible
+    /// to every user of the machine)
+    #[arg(long = "secretKey", env = "ROCKETMQ_SECRET_KEY", hide_env_values = true, global = true)]
+    pub secret_key: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -240,7 +249,17 @@ pub async fn run(cli: Cli, out: &mut (dyn Write + Send)) -> Result<Exit, AdminEr
                 "no name server address: use -n 'host:port;host:port' or NAMESRV_ADDR".into(),
             )
         })?;
-    let client = client::Client::new(addrs).map_err(|e| AdminError::Usage(e.to_string()))?;
+    let home = std::env::var_os("ROCKETMQ_HOME").map(std::path::PathBuf::from);
+    let config = client::ClientConfig {
+        credentials: credentials::resolve(
+            cli.access_key.as_deref(),
+            cli.secret_key.as_deref(),
+            home.as_deref(),
+        )?,
+        ..client::ClientConfig::default()
+    };
+    let client =
+        client::Client::with_config(addrs, config).map_err(|e| AdminError::Usage(e.to_string()))?;
     let mut ctx = Ctx { client, json: cli.json, out };
     let exit = cmd::run(&mut ctx, cli.command).await;
     ctx.client.close().await;

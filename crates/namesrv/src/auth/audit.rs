@@ -49,9 +49,9 @@ pub fn record(who: &Who, peer: SocketAddr, request: &RemotingCommand, result: Op
         return;
     }
     let code = C::from_i32(request.code);
-    let field = |name: &str| request.ext(name).unwrap_or("");
-    let config_keys =
-        if code == C::UpdateNamesrvConfig { config_keys(request) } else { String::new() };
+    // Fields a request does not carry are left out of the line.
+    let field = |name: &str| request.ext(name);
+    let config_keys = (code == C::UpdateNamesrvConfig).then(|| config_keys(request));
     let result = result.map_or_else(|| "oneway".to_owned(), |c| c.to_string());
     macro_rules! line {
         ($level:ident) => {
@@ -67,7 +67,7 @@ pub fn record(who: &Who, peer: SocketAddr, request: &RemotingCommand, result: Op
                 topic = field("topic"),
                 namespace = field("namespace"),
                 key = field("key"),
-                config_keys = %config_keys,
+                config_keys = config_keys.as_deref(),
                 result = %result,
                 "accepted"
             )
