@@ -42,6 +42,9 @@ fn help_lists_commands_and_every_command_has_help() {
 
 #[test]
 fn bad_flags_are_usage_errors_with_exit_2() {
+    // A port nothing listens on (a usage error must not need a nameserver).
+    let dead =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
     for args in [
         &["topicRoute", "-x", "1"][..],
         &["topicRoute"],
@@ -49,7 +52,7 @@ fn bad_flags_are_usage_errors_with_exit_2() {
         &["updateOrderConf", "-t", "T", "-m", "upsert"],
         &["deleteTopic", "-t", "T"],
     ] {
-        let out = mqadmin().args(args).args(["-n", "127.0.0.1:9876"]).output().expect("runs");
+        let out = mqadmin().args(args).args(["-n", &dead.to_string()]).output().expect("runs");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("error:"), "{args:?}");
     }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -154,35 +155,44 @@ async fn two_hundred_agents_register_in_one_process() {
     .await;
 }
 
+/// What a [`recording_server`] saw: every frame, and how many connections are open.
+#[derive(Clone, Default)]
+struct Recorded {
+    frames: Arc<Mutex<Vec<RemotingCommand>>>,
+    open: Arc<AtomicUsize>,
+}
+
 /// A fake nameserver that answers every non-oneway request SUCCESS and records every frame.
-async fn recording_server() -> (String, Arc<Mutex<Vec<RemotingCommand>>>) {
+async fn recording_server() -> (String, Recorded) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen = Recorded::default();
     let log = seen.clone();
     tokio::spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
             let log = log.clone();
+            log.open.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let mut framed = Framed::new(sock, RemotingCodec::default());
                 while let Some(Ok(req)) = framed.next().await {
-                    log.lock().expect("lock").push(req.clone());
+                    log.frames.lock().expect("lock").push(req.clone());
                     if !req.is_oneway() {
                         let resp =
                             RemotingCommand::response(ResponseCode::Success, None).respond_to(&req);
                         if framed.send(resp).await.is_err() {
-                            return;
+                            break;
                         }
                     }
                 }
+                log.open.fetch_sub(1, Ordering::SeqCst);
             });
         }
     });
     (addr, seen)
 }
 
-fn count(seen: &Mutex<Vec<RemotingCommand>>, code: i32) -> usize {
-    seen.lock().expect("lock").iter().filter(|c| c.code == code).count()
+fn count(seen: &Recorded, code: i32) -> usize {
+    seen.frames.lock().expect("lock").iter().filter(|c| c.code == code).count()
 }
 
 #[tokio::test]
@@ -199,13 +209,18 @@ async fn agent_re_registers_every_period_and_heartbeats_oneway() {
         let agent = Agent::start(&addr, id.clone(), &table(&id, &["T"]), cfg).expect("agent");
         agent.wait_registered(3).await;
         eventually("heartbeats", || async { (count(&seen, 904) >= 3).then_some(()) }).await;
-        let frames = seen.lock().expect("lock").clone();
+        let frames = seen.frames.lock().expect("lock").clone();
         assert!(frames.iter().filter(|c| c.code == 904).all(RemotingCommand::is_oneway));
         let reg = frames.iter().find(|c| c.code == 103).expect("a registration");
         assert_eq!(reg.ext("brokerName"), Some("broker-p"));
         assert_eq!(reg.ext("brokerAddr"), Some("127.0.0.1:10951"));
-        // Dropping the agent stops it: no registration arrives for several periods.
+        // Dropping the agent stops it: once its connection is closed (nothing of it can still
+        // be in flight), no registration arrives for several periods.
         drop(agent);
+        eventually("the agent's connection closed", || async {
+            (seen.open.load(Ordering::SeqCst) == 0).then_some(())
+        })
+        .await;
         let after_drop = count(&seen, 103);
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert_eq!(count(&seen, 103), after_drop);

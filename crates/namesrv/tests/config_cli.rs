@@ -311,7 +311,7 @@ fn dynamic_key_update_is_seen_by_concurrent_readers_at_once() {
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || {
             // Poll until the update is visible; bounded so a lost update fails the test.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
             while std::time::Instant::now() < deadline {
                 if shared.load().order_message_enable {
                     return true;

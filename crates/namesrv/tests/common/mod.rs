@@ -433,7 +433,10 @@ impl Conn {
         what: &str,
         done: impl Fn(Option<&remoting::body::TopicRouteData>) -> bool,
     ) {
-        for _ in 0..200 {
+        // A generous real-time bound: a registration may wait for the (low-priority) lane on a
+        // busy machine.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
             if done(self.route(topic).await.as_ref()) {
                 return;
             }
