@@ -31,17 +31,22 @@ pub struct Requests {
 }
 
 impl Requests {
-    /// The GET_ROUTEINFO_BY_TOPIC request of `client` (language, version, ext fields) for each topic.
+    /// The GET_ROUTEINFO_BY_TOPIC request of `client` (language, version, ext fields) for each
+    /// topic, signed with the client's credentials when it has some (the opaque is not signed,
+    /// so one signature serves every request of a topic, as a replayed Java request would).
     pub fn new(client: &Client, topics: &[Arc<str>]) -> anyhow::Result<Self> {
         let mut parts = Vec::with_capacity(topics.len());
         let digits = PLACEHOLDER.to_string();
         for t in topics {
             let mut ext = remoting::ExtFields::new();
             ext.insert("topic", t.as_ref());
-            let req = client
+            let mut req = client
                 .request(RequestCode::GetRouteinfoByTopic)
                 .with_ext_fields(ext)
                 .with_opaque(PLACEHOLDER);
+            if let Some(credentials) = &client.config().credentials {
+                credentials.sign(&mut req);
+            }
             let frame = remoting::frame::encode_to_bytes(&req)?;
             let header = &frame[8..];
             let at = header

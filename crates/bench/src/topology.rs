@@ -208,14 +208,17 @@ pub struct Registrar {
 
 impl Registrar {
     /// A broker `identity` serving `body`, registering with `addr` over its own connection
-    /// (made on the first registration). `timeout` bounds one registration (Java: 24 s).
+    /// (made on the first registration). `timeout` bounds one registration (Java: 24 s). With
+    /// `credentials`, every request is signed (a broker with `innerClientAuthenticationCredentials`).
     pub fn new(
         addr: &str,
         identity: BrokerIdentity,
         body: Arc<RegistrationBody>,
         timeout: Duration,
+        credentials: Option<client::Credentials>,
     ) -> anyhow::Result<Self> {
-        let config = ClientConfig { request_timeout: timeout, ..ClientConfig::default() };
+        let config =
+            ClientConfig { request_timeout: timeout, credentials, ..ClientConfig::default() };
         let client = Client::with_config(addr, config)?;
         let empty =
             RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };
