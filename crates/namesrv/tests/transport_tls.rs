@@ -11,19 +11,19 @@ use std::time::Duration;
 use namesrv::transport::{
     negotiate, spawn_reloader_every, ClientAuth, TlsContext, TlsMode, TlsSettings, TransportError,
 };
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, RootCertStore};
+use rcgen::ExtendedKeyUsagePurpose;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
+
+mod common;
+
+use common::pki::{client_config, Ca, Leaf};
 
 /// Upper bound for anything a test waits for.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -123,28 +123,6 @@ async fn assert_closed<S: AsyncRead + Unpin>(stream: &mut S) {
     }
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn client_config(
-    roots: &[CertificateDer<'static>],
-    identity: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
-) -> Arc<ClientConfig> {
-    let mut store = RootCertStore::empty();
-    for root in roots {
-        store.add(root.clone()).unwrap();
-    }
-    let builder = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(store);
-    Arc::new(match identity {
-        Some((cert, key)) => builder.with_client_auth_cert(vec![cert], key).unwrap(),
-        None => builder.with_no_client_auth(),
-    })
-}
-
 async fn tls_connect(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
@@ -160,47 +138,6 @@ async fn tls_connect(
 
 fn served_cert(stream: &TlsStream<TcpStream>) -> CertificateDer<'static> {
     stream.get_ref().1.peer_certificates().unwrap()[0].clone().into_owned()
-}
-
-/// A CA that signs server and client certificates.
-struct Ca {
-    cert: CertificateDer<'static>,
-    pem: String,
-    issuer: Issuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        Ca { cert: cert.der().clone(), pem: cert.pem(), issuer: Issuer::new(params, key) }
-    }
-
-    /// A leaf certificate for `localhost`.
-    fn leaf(&self, name: &str, usage: ExtendedKeyUsagePurpose) -> Leaf {
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.extended_key_usages = vec![usage];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-            cert: cert.der().clone(),
-            key: PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
-        }
-    }
-}
-
-struct Leaf {
-    cert_pem: String,
-    key_pem: String,
-    cert: CertificateDer<'static>,
-    key: PrivateKeyDer<'static>,
 }
 
 /// Certificate files on disk for a non-test-mode server.
