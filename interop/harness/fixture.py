@@ -228,12 +228,15 @@ class Namesrv:
     harness's own raw requests to it use (needed when `tls.server.mode` is `enforcing`).
     """
 
-    def __init__(self, env, key, impl, tls=None, ssl_context=None):
+    def __init__(self, env, key, impl, tls=None, ssl_context=None, props=None, credentials=None):
+        """`props`: more keys for our `-c` file (e.g. access control); `credentials`: the
+        (access key, secret key) the harness signs its readiness probe with."""
         self.env = env
         self.key = key
         self.impl = impl
         self.tls = dict(tls or {})
         self.ssl_context = ssl_context
+        self.credentials = credentials
         self.port = free_port_block((0,))
         self.addr = "127.0.0.1:%d" % self.port
         self.dir = os.path.join(env.rundir, "ns-" + key)
@@ -243,7 +246,7 @@ class Namesrv:
             f.write("listenPort=%d\n" % self.port)
             f.write("kvConfigPath=%s\n" % os.path.join(self.dir, "kvConfig.json"))
             if impl == "rust":
-                for k, v in self.tls.items():
+                for k, v in list(self.tls.items()) + list((props or {}).items()):
                     f.write("%s=%s\n" % (k, v))
         self.proc = None
         self.starts = 0
@@ -279,7 +282,8 @@ class Namesrv:
                     self.key, self.proc.popen.returncode, self.proc.log_tail()))
             if not port_open(self.addr):
                 return False
-            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2, ssl_context=self.ssl_context)
+            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2, ssl_context=self.ssl_context,
+                        credentials=self.credentials)
             return r.code == 0
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -315,6 +319,8 @@ class Broker:
         self.dir = os.path.join(env.rundir, "broker-" + key)
         # Extra JVM options, e.g. -Dtls.enable=true (its own connections to nameservers over TLS).
         self.jvm_extra = []
+        # Extra broker.conf keys, e.g. innerClientAuthenticationCredentials.
+        self.conf_extra = {}
         self.proc = None
         self.starts = 0
 
@@ -350,6 +356,7 @@ class Broker:
             "autoCreateTopicEnable": "false",
             "diskMaxUsedSpaceRatio": 95,
         }
+        lines.update(self.conf_extra)
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
             for k, v in lines.items():

@@ -28,7 +28,7 @@ async fn call_as(
 ) -> RemotingCommand {
     let leaf = ca.leaf(cn, ExtendedKeyUsagePurpose::ClientAuth);
     let config: Arc<rustls::ClientConfig> =
-        client_config(&[ca.cert.clone()], Some((leaf.cert, leaf.key)));
+        client_config(std::slice::from_ref(&ca.cert), Some((leaf.cert, leaf.key)));
     let tcp = TcpStream::connect(server.addr).await.expect("connect");
     let name = ServerName::try_from("localhost").expect("name");
     let tls = TlsConnector::from(config).connect(name, tcp).await.expect("handshake");
