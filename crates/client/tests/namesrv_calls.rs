@@ -404,22 +404,24 @@ async fn fails_over_when_one_of_two_nameservers_is_stopped() {
 }
 
 /// A registration body of several MB (written in chunks) arrives whole: every topic routable.
+/// It is applied on the registration lane, whose threads run at the lowest priority: on a
+/// machine busy with other processes that takes long, hence the generous bounds.
 #[tokio::test]
 async fn a_multi_megabyte_registration_is_written_and_applied_whole() {
-    within(async {
+    tokio::time::timeout(Duration::from_secs(180), async {
         let server = TestServer::start().await;
         let c = Client::new(&server.addr_string()).expect("client");
         let topics: Vec<TopicConfig> =
             (0..12_000).map(|i| topic(&format!("BigTopic-{i:06}"), 4)).collect();
         let req = registration(master_a(), &topics, 1);
         assert!(remoting::body::to_legacy_json(&req.body).len() > 1 << 20, "several chunks");
-        // Java brokers wait 24 s for a registration; a busy machine may need more than 3 s.
         let cmd = c.register_broker_command(&req);
-        c.send_register_broker_timeout(cmd, Duration::from_secs(24)).await.expect("registered");
+        c.send_register_broker_timeout(cmd, Duration::from_secs(150)).await.expect("registered");
         for name in ["BigTopic-000000", "BigTopic-006000", "BigTopic-011999"] {
             let route = c.get_route(name).await.expect("route");
             assert_eq!(route.queue_datas[0].read_queue_nums, 4, "{name}");
         }
     })
-    .await;
+    .await
+    .expect("test finished in time");
 }

@@ -7,209 +7,16 @@
 //! Unlike Java, which silently ignores a value it cannot convert, a bad value is an error that
 //! names the key and the value, both at start-up and in an update.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
 
-use arc_swap::{ArcSwap, Guard};
 use remoting::SerializeType;
-use thiserror::Error;
 
-use crate::persist;
-use crate::properties::{self, PropertiesError};
+pub use conf::{ConfigError, ConfigUpdateError};
 
-/// A bad configuration: unreadable or unparsable file, or a value of the wrong type or range.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// The `-c` file could not be read.
-    #[error("cannot read config file {}: {source}", path.display())]
-    Read {
-        /// The file given with `-c`.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The `-c` file is not valid properties text.
-    #[error("cannot parse config file {}: {source}", path.display())]
-    Parse {
-        /// The file given with `-c`.
-        path: PathBuf,
-        /// What the properties reader rejected.
-        source: PropertiesError,
-    },
-    /// A value cannot be converted to the key's type, or is out of range.
-    #[error("invalid value for config key {key}: {value:?} ({reason})")]
-    InvalidValue {
-        /// The Java key name, e.g. `listenPort`.
-        key: String,
-        /// The value as written.
-        value: String,
-        /// What was expected.
-        reason: String,
-    },
-}
-
-/// Why an UPDATE_NAMESRV_CONFIG (318) was refused. `Display` is the response remark.
-#[derive(Debug, Error)]
-pub enum ConfigUpdateError {
-    /// The body is not properties text. Maps to SYSTEM_ERROR.
-    #[error("string2Properties error")]
-    Parse(#[source] PropertiesError),
-    /// A key of the body is in the black list. Maps to NO_PERMISSION.
-    #[error("Can not update config in black list.")]
-    NoPermission {
-        /// The first black-listed key found.
-        key: String,
-    },
-    /// A value is invalid; nothing was applied. Maps to SYSTEM_ERROR (Java ignores the value
-    /// silently and answers SUCCESS).
-    #[error("{0}")]
-    InvalidValue(ConfigError),
-    /// The new configuration could not be written to `configStorePath`; nothing was applied.
-    /// Maps to SYSTEM_ERROR (Java logs the error and answers SUCCESS).
-    #[error("cannot persist config to {}: {source}", path.display())]
-    Persist {
-        /// `configStorePath`.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-}
-
-/// A config value type: conversion from and to the properties text.
-trait Value: Sized {
-    /// Converts a raw value; `Err` says what was expected.
-    fn parse(raw: &str) -> Result<Self, &'static str>;
-    /// The text form; `None` means unset (skipped in 319 output, empty in `-p` output).
-    fn render(&self) -> Option<String>;
-}
-
-/// Java `String.trim()`: strips every char <= U+0020 at both ends.
-fn java_trim(s: &str) -> &str {
-    s.trim_matches(|c: char| c <= ' ')
-}
-
-impl Value for i32 {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        raw.parse().map_err(|_| "expected a 32-bit integer")
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl Value for i64 {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        raw.parse().map_err(|_| "expected a 64-bit integer")
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl Value for bool {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        if raw.eq_ignore_ascii_case("true") {
-            Ok(true)
-        } else if raw.eq_ignore_ascii_case("false") {
-            Ok(false)
-        } else {
-            Err("expected true or false")
-        }
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl Value for String {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        Ok(java_trim(raw).to_owned())
-    }
-    fn render(&self) -> Option<String> {
-        Some(self.clone())
-    }
-}
-
-impl Value for Option<String> {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        Ok(Some(java_trim(raw).to_owned()))
-    }
-    fn render(&self) -> Option<String> {
-        self.clone()
-    }
-}
-
-impl Value for Option<SerializeType> {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        match raw {
-            "JSON" => Ok(Some(SerializeType::Json)),
-            "ROCKETMQ" => Ok(Some(SerializeType::RocketMq)),
-            _ => Err("expected JSON or ROCKETMQ"),
-        }
-    }
-    fn render(&self) -> Option<String> {
-        self.map(|t| match t {
-            SerializeType::Json => "JSON".to_owned(),
-            SerializeType::RocketMq => "ROCKETMQ".to_owned(),
-        })
-    }
-}
-
-/// Which requests must be authenticated when `authenticationEnabled` is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AuthMode {
-    /// Only state-changing requests (broker registration, KV and config writes, permission
-    /// changes, topic deletion); reads stay open so unmodified clients keep working.
-    #[default]
-    Writes,
-    /// Every request, reads included.
-    All,
-}
-
-impl Value for Option<AuthMode> {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        match raw {
-            "writes" => Ok(Some(AuthMode::Writes)),
-            "all" => Ok(Some(AuthMode::All)),
-            _ => Err("expected writes or all"),
-        }
-    }
-    fn render(&self) -> Option<String> {
-        self.map(|mode| match mode {
-            AuthMode::Writes => "writes".to_owned(),
-            AuthMode::All => "all".to_owned(),
-        })
-    }
-}
-
-impl Value for Option<bool> {
-    fn parse(raw: &str) -> Result<Self, &'static str> {
-        <bool as Value>::parse(raw).map(Some)
-    }
-    fn render(&self) -> Option<String> {
-        self.map(|b| b.to_string())
-    }
-}
-
-/// What `-p` and GET_NAMESRV_CONFIG (319) show instead of a secret's value.
-pub const REDACTED: &str = "******";
-
-/// Whether a key's value is a secret that `-p` and 319 never show: any key whose name
-/// contains `password`, `secret` or `credential` (case-insensitive), e.g.
-/// `tls.server.keyPassword`, a broker's `innerClientAuthenticationCredentials` or `secretKey`.
-pub fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    ["password", "secret", "credential"].iter().any(|word| key.contains(word))
-}
-
-fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
-    let mut reason = reason.to_owned();
-    if value != value.trim() {
-        reason.push_str("; remove the surrounding whitespace");
-    }
-    ConfigError::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason }
-}
+/// The live configuration that UPDATE_NAMESRV_CONFIG (318) swaps and GET_NAMESRV_CONFIG (319)
+/// prints. See [`conf::Live`].
+pub type SharedConfig = conf::Live<Config>;
 
 /// `$HOME/namesrv/<file>`, Java's `${user.home}/namesrv/<file>`.
 fn home_file(file: &str) -> String {
@@ -217,65 +24,18 @@ fn home_file(file: &str) -> String {
     home.join("namesrv").join(file).to_string_lossy().into_owned()
 }
 
-macro_rules! config_struct {
-    ($( $(#[$doc:meta])* $field:ident : $ty:ty = $key:literal, $default:expr; )*) => {
-        /// Every nameserver setting, under Rust names; [`Config::KEYS`] lists the Java names
-        /// (the keys of the `-c` file, of 318 and of 319) in Java declaration order.
-        ///
-        /// Which keys take effect at runtime after an update depends only on where they are
-        /// read: code that reads `SharedConfig::load()` per request sees a change at once
-        /// (Java's "Dyn" keys: `orderMessageEnable`, `returnOrderTopicConfigToBroker`,
-        /// `supportActingMaster`, `enableAllTopicList`, `enableTopicList`,
-        /// `notifyMinBrokerIdChanged`, `needWaitForService`, `waitSecondsForService`,
-        /// `deleteTopicWithBrokerRegistration`); sizes, ports and paths are read once at start.
-        #[derive(Debug, Clone, PartialEq)]
-        pub struct Config {
-            $( $(#[$doc])* pub $field: $ty, )*
-            /// Keys no field knows (e.g. `NettyClientConfig` keys), kept as written so that 319
-            /// returns them and 318 re-persists them, like Java's `Configuration` property bag.
-            pub extra: BTreeMap<String, String>,
-            /// The `-c` file this configuration was loaded from, if any (not a property).
-            pub loaded_from: Option<PathBuf>,
-        }
-
-        impl Default for Config {
-            /// Java defaults, with `listenPort` 9876 as `NamesrvStartup` sets it, `rocketmqHome`
-            /// from `ROCKETMQ_HOME` and paths under `$HOME/namesrv/`.
-            fn default() -> Self {
-                Self { $( $field: $default, )* extra: BTreeMap::new(), loaded_from: None }
-            }
-        }
-
-        impl Config {
-            /// The Java names of every typed key, in Java declaration order (`NamesrvConfig`,
-            /// then `NettyServerConfig`, then the keys Java reads from system properties).
-            pub const KEYS: &'static [&'static str] = &[$( $key, )*];
-
-            /// The current value of a typed or extra key as text; `None` when unknown or unset.
-            pub fn get(&self, key: &str) -> Option<String> {
-                match key {
-                    $( $key => Value::render(&self.$field), )*
-                    _ => self.extra.get(key).cloned(),
-                }
-            }
-
-            /// Sets a typed key from its text form (strings trimmed like Java; numbers and
-            /// booleans not, so `"9876 "` is an error). Returns `Ok(false)`, changing nothing,
-            /// when `key` is not a typed key. Java: `MixAll#properties2Object` (one key)
-            pub fn set_known(&mut self, key: &str, raw: &str) -> Result<bool, ConfigError> {
-                match key {
-                    $( $key => {
-                        self.$field = Value::parse(raw).map_err(|why| invalid(key, raw, why))?;
-                        Ok(true)
-                    } )*
-                    _ => Ok(false),
-                }
-            }
-        }
-    };
-}
-
-config_struct! {
+conf::config_struct! {
+    /// Every nameserver setting, under Rust names; [`Config::KEYS`] lists the Java names (the
+    /// keys of the `-c` file, of 318 and of 319) in Java declaration order: `NamesrvConfig`,
+    /// then `NettyServerConfig`, then the keys Java reads from system properties.
+    ///
+    /// Which keys take effect at runtime after an update depends only on where they are read:
+    /// code that reads `SharedConfig::load()` per request sees a change at once (Java's "Dyn"
+    /// keys: `orderMessageEnable`, `returnOrderTopicConfigToBroker`, `supportActingMaster`,
+    /// `enableAllTopicList`, `enableTopicList`, `notifyMinBrokerIdChanged`,
+    /// `needWaitForService`, `waitSecondsForService`, `deleteTopicWithBrokerRegistration`);
+    /// sizes, ports and paths are read once at start.
+    pub struct Config {
     // ---- NamesrvConfig ----
     /// `rocketmqHome`: install dir; default env `ROCKETMQ_HOME`. Optional here (Java exits -2
     /// without it). Black-listed.
@@ -400,7 +160,8 @@ config_struct! {
     /// `authenticationMode`: `writes` (default: only state-changing requests must be
     /// authenticated; route, cluster, topic, KV and config reads stay open) or `all` (every
     /// request). Read once at start; 318 may not change it.
-    authentication_mode: Option<AuthMode> = "authenticationMode", None;
+    authentication_mode: Option<String> = "authenticationMode", None;
+    }
 }
 
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
@@ -441,6 +202,36 @@ pub const FIXED_BLACK_LIST: [&str; 7] = [
     "authenticationMode",
 ];
 
+/// Which requests must be authenticated when `authenticationEnabled` is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthMode {
+    /// Only state-changing requests (broker registration, KV and config writes, permission
+    /// changes, topic deletion); reads stay open so unmodified clients keep working.
+    #[default]
+    Writes,
+    /// Every request, reads included.
+    All,
+}
+
+impl AuthMode {
+    /// The value as written in the config: `writes` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMode::Writes => "writes",
+            AuthMode::All => "all",
+        }
+    }
+
+    /// `writes` or `all`.
+    fn parse(raw: &str) -> Option<AuthMode> {
+        match raw {
+            "writes" => Some(AuthMode::Writes),
+            "all" => Some(AuthMode::All),
+            _ => None,
+        }
+    }
+}
+
 impl Config {
     /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
     /// converted, other keys kept in [`Config::extra`], `configStorePath` set to `file`), then
@@ -448,103 +239,34 @@ impl Config {
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = Config::default();
         if let Some(path) = file {
-            let bytes = std::fs::read(path)
-                .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-            let entries = properties::parse_bytes(&bytes)
-                .map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
-            config.apply_file_entries(entries)?;
+            conf::table::load_file(&mut config, path)?;
             config.config_store_path = path.to_string_lossy().into_owned();
-            config.loaded_from = Some(path.to_owned());
         }
         config.validate()?;
         Ok(config)
     }
 
-    /// Applies properties entries as a `-c` file does: typed keys converted (error on a bad
-    /// value), every other key stored in [`Config::extra`].
-    pub fn apply_file_entries<I>(&mut self, entries: I) -> Result<(), ConfigError>
-    where
-        I: IntoIterator<Item = (String, String)>,
-    {
-        for (key, value) in entries {
-            if !self.set_known(&key, &value)? {
-                self.extra.insert(key, value);
-            }
-        }
-        Ok(())
-    }
-
     /// Checks ranges: `listenPort` within 0–65535, pool sizes and queue capacities at least 1,
     /// other numbers not negative, `bindAddress` not empty. The error names the key and value.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        for &(key, min, max) in INT_RANGES {
-            let Some(text) = self.get(key) else { continue };
-            let value: i64 =
-                text.parse().map_err(|_| invalid(key, &text, "expected an integer"))?;
-            if value < min || value > max {
-                let reason = if max == i64::MAX || max == i64::from(i32::MAX) {
-                    format!("must be at least {min}")
-                } else {
-                    format!("must be between {min} and {max}")
-                };
-                return Err(invalid(key, &text, &reason));
+        conf::table::check_ranges(self, INT_RANGES)?;
+        if let Some(mode) = &self.authentication_mode {
+            if AuthMode::parse(mode).is_none() {
+                return Err(conf::table::invalid(
+                    "authenticationMode",
+                    mode,
+                    "expected writes or all",
+                ));
             }
         }
         if self.bind_address.is_empty() {
-            return Err(invalid("bindAddress", &self.bind_address, "must not be empty"));
+            return Err(conf::table::invalid(
+                "bindAddress",
+                &self.bind_address,
+                "must not be empty",
+            ));
         }
         Ok(())
-    }
-
-    /// Every set key with its value: typed keys with a value, then extra keys, sorted by key.
-    pub fn to_sorted_entries(&self) -> BTreeMap<String, String> {
-        let mut all = self.extra.clone();
-        for key in Self::KEYS {
-            if let Some(value) = self.get(key) {
-                all.insert((*key).to_owned(), value);
-            }
-        }
-        all
-    }
-
-    /// The `configStorePath` file content: every set key (typed and extra) as `key=value\n`,
-    /// sorted by key, unset values skipped, no escaping. Secrets included (see
-    /// [`Config::to_public_properties_text`] for what is shown).
-    /// Java: `Configuration#getAllConfigsFormatString` (errata D35)
-    pub fn to_properties_text(&self) -> String {
-        let all = self.to_sorted_entries();
-        properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    }
-
-    /// The GET_NAMESRV_CONFIG (319) body: [`Config::to_properties_text`] with the value of every
-    /// [secret key](is_secret_key) replaced by [`REDACTED`] (Java shows them).
-    pub fn to_public_properties_text(&self) -> String {
-        let all = self.to_sorted_entries();
-        properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), shown(k, v))))
-    }
-
-    /// The `-p` listing: every typed key as `key=value\n` in Java declaration order (unset values
-    /// empty, as Java prints null), then the extra keys sorted.
-    /// Java: `MixAll#printObjectProperties` over `NamesrvConfig` and `NettyServerConfig`
-    /// Secrets are shown as [`REDACTED`].
-    pub fn to_print_text(&self) -> String {
-        let mut out = String::new();
-        for key in Self::KEYS {
-            let value = self.get(key).unwrap_or_default();
-            out.push_str(&format!("{key}={}\n", shown(key, &value)));
-        }
-        for (key, value) in &self.extra {
-            out.push_str(&format!("{key}={}\n", shown(key, value)));
-        }
-        out
-    }
-
-    /// `load config properties file OK, <file>` when loaded from a `-c` file (Java prints it to
-    /// stdout during start-up).
-    pub fn load_message(&self) -> Option<String> {
-        self.loaded_from
-            .as_ref()
-            .map(|p| format!("load config properties file OK, {}", p.display()))
     }
 
     /// The keys UPDATE_NAMESRV_CONFIG may not change: [`FIXED_BLACK_LIST`] plus the
@@ -566,9 +288,9 @@ impl Config {
         PathBuf::from(self.auth_config_path.clone().unwrap_or_else(|| home_file("auth.yml")))
     }
 
-    /// `authenticationMode`, `writes` when unset.
+    /// `authenticationMode`, `writes` when unset (a bad value never gets past [`Config::validate`]).
     pub fn auth_mode(&self) -> AuthMode {
-        self.authentication_mode.unwrap_or_default()
+        self.authentication_mode.as_deref().and_then(AuthMode::parse).unwrap_or_default()
     }
 
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
@@ -578,104 +300,15 @@ impl Config {
     }
 }
 
-/// `value` as `-p` and 319 show it: [`REDACTED`] for a non-empty secret.
-fn shown<'a>(key: &str, value: &'a str) -> &'a str {
-    if !value.is_empty() && is_secret_key(key) {
-        REDACTED
-    } else {
-        value
+impl conf::Rules for Config {
+    fn check(&self) -> Result<(), ConfigError> {
+        self.validate()
     }
-}
-
-/// The live configuration: lock-free reads of an immutable snapshot, updates that swap in a new
-/// snapshot at once. The black list is fixed at construction, like Java.
-///
-/// The API is synchronous and [`SharedConfig::apply_update`] does blocking file I/O: async code
-/// calls it from `spawn_blocking`. [`SharedConfig::load`] never blocks.
-#[derive(Debug)]
-pub struct SharedConfig {
-    current: ArcSwap<Config>,
-    black_list: BTreeSet<String>,
-    /// Serializes updates (read-modify-persist-publish) so the file and memory agree.
-    update_lock: Mutex<()>,
-}
-
-impl SharedConfig {
-    /// Wraps the start-up configuration; computes the black list from its `configBlackList`.
-    pub fn new(config: Config) -> Self {
-        let black_list = config.black_list();
-        Self { current: ArcSwap::from_pointee(config), black_list, update_lock: Mutex::new(()) }
+    fn update_black_list(&self) -> BTreeSet<String> {
+        self.black_list()
     }
-
-    /// The current snapshot; cheap, never blocks. Re-load per request to see updates; don't
-    /// hold the guard across an `.await`.
-    pub fn load(&self) -> Guard<Arc<Config>> {
-        self.current.load()
-    }
-
-    /// The current snapshot as an owned `Arc` (to keep across `.await`s).
-    pub fn snapshot(&self) -> Arc<Config> {
-        self.current.load_full()
-    }
-
-    /// The keys UPDATE_NAMESRV_CONFIG refuses (fixed at construction).
-    pub fn black_list(&self) -> &BTreeSet<String> {
-        &self.black_list
-    }
-
-    /// The configuration as persisted, secrets included. See [`Config::to_properties_text`].
-    pub fn to_properties_text(&self) -> String {
-        self.load().to_properties_text()
-    }
-
-    /// The GET_NAMESRV_CONFIG (319) body. See [`Config::to_public_properties_text`].
-    pub fn to_public_properties_text(&self) -> String {
-        self.load().to_public_properties_text()
-    }
-
-    /// UPDATE_NAMESRV_CONFIG (318). An empty body changes nothing. Otherwise the body is read as
-    /// properties text (failure: [`ConfigUpdateError::Parse`]); any black-listed key refuses the
-    /// whole update ([`ConfigUpdateError::NoPermission`]); typed keys are converted and keys
-    /// already in [`Config::extra`] replaced, other keys are dropped (Java `mergeIfExist`); the
-    /// result is validated — unlike Java, a bad value refuses the whole update
-    /// ([`ConfigUpdateError::InvalidValue`]) — then written to `configStorePath` (sorted
-    /// `key=value`, previous content kept in `<path>.bak`, atomic) and only then published, so
-    /// a failed write ([`ConfigUpdateError::Persist`]) changes nothing either.
-    /// Blocking (file I/O). Java: `DefaultRequestProcessor#updateConfig`, `Configuration#update`
-    pub fn apply_update(&self, body: &[u8]) -> Result<(), ConfigUpdateError> {
-        if body.is_empty() {
-            return Ok(());
-        }
-        let entries = properties::parse_bytes(body).map_err(ConfigUpdateError::Parse)?;
-        if let Some((key, _)) = entries.iter().find(|(key, _)| self.black_list.contains(key)) {
-            return Err(ConfigUpdateError::NoPermission { key: key.clone() });
-        }
-
-        let _guard = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut next = Config::clone(&self.current.load());
-        for (key, value) in entries {
-            if value == REDACTED && is_secret_key(&key) {
-                // A 319 listing sent back unchanged: keep the secret it hid.
-                continue;
-            }
-            let known = next.set_known(&key, &value).map_err(ConfigUpdateError::InvalidValue)?;
-            if known {
-                continue;
-            }
-            if let Some(slot) = next.extra.get_mut(&key) {
-                *slot = value;
-            } else {
-                tracing::info!(key = %key, "config update: unknown key dropped");
-            }
-        }
-        next.validate().map_err(ConfigUpdateError::InvalidValue)?;
-
-        let path = PathBuf::from(&next.config_store_path);
-        persist::write_atomically(&path, next.to_properties_text().as_bytes())
-            .map_err(|source| ConfigUpdateError::Persist { path, source })?;
-        self.current.store(Arc::new(next));
-        tracing::info!("config updated and persisted");
-        Ok(())
+    fn store_path(&self) -> PathBuf {
+        PathBuf::from(&self.config_store_path)
     }
 }
 
@@ -814,8 +447,10 @@ mod tests {
         let mut config = Config::default();
         config.set_known("authenticationMode", "all").expect("all");
         assert_eq!(config.auth_mode(), AuthMode::All);
-        let err = config.set_known("authenticationMode", "reads").expect_err("bad mode");
+        config.set_known("authenticationMode", "reads").expect("text");
+        let err = config.validate().expect_err("bad mode");
         assert!(err.to_string().contains("authenticationMode"), "{err}");
+        assert!(config.set_known("authenticationEnabled", "yes").is_err());
     }
 
     #[test]

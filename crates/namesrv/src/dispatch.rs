@@ -119,9 +119,9 @@ pub async fn dispatch_admitted(
             }
             C::UpdateNamesrvConfig => config::update(state, &request).await,
             C::GetNamesrvConfig => config::get(state),
-            C::NotifyMinBrokerIdChange | C::Unknown(_) => {
-                Err(HandlerError::NotSupported(request.code))
-            }
+            // Notifications the nameserver sends, and the controller's codes (served on the
+            // controller's own port, as in Java).
+            _ => Err(HandlerError::NotSupported(request.code)),
         };
         result.unwrap_or_else(|e| error_response(&request, e))
     };

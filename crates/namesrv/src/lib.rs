@@ -10,13 +10,14 @@ pub mod dispatch;
 pub mod handler;
 pub mod kv;
 pub mod lane;
-mod persist;
-pub mod properties;
 pub mod route;
 pub mod server;
 pub mod shutdown;
 pub mod state;
 pub mod transport;
+
+pub(crate) use conf::persist;
+pub use conf::properties;
 
 use std::future::Future;
 use std::path::Path;

@@ -28,7 +28,7 @@ async fn enforcing(accounts: &str) -> TestServer {
     TestServer::start_in(dir, |c| {
         c.authentication_enabled = Some(true);
         c.auth_config_path = Some(path.to_string_lossy().into_owned());
-        c.authentication_mode = Some(AuthMode::Writes);
+        c.authentication_mode = Some(AuthMode::Writes.as_str().into());
     })
     .await
 }

@@ -43,7 +43,7 @@ async fn enforcing(mode: AuthMode) -> TestServer {
     TestServer::start_in(dir, |c| {
         c.authentication_enabled = Some(true);
         c.auth_config_path = Some(accounts.to_string_lossy().into_owned());
-        c.authentication_mode = Some(mode);
+        c.authentication_mode = Some(mode.as_str().into());
     })
     .await
 }

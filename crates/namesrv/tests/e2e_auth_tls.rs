@@ -68,7 +68,7 @@ async fn a_verified_certificate_cn_is_the_account_it_names() {
         c.tls_config_file = Some("/nonexistent/tls.properties".into());
         c.authentication_enabled = Some(true);
         c.auth_config_path = Some(accounts);
-        c.authentication_mode = Some(AuthMode::All);
+        c.authentication_mode = Some(AuthMode::All.as_str().into());
     })
     .await;
     let put = || {

@@ -44,7 +44,7 @@ macro_rules! int_code {
 }
 
 int_code! {
-    /// Request codes the nameserver serves or sends (Java `RequestCode`).
+    /// Request codes the nameserver and the controller serve or send (Java `RequestCode`).
     RequestCode {
         PutKvConfig = 100,
         GetKvConfig = 101,
@@ -70,11 +70,25 @@ int_code! {
         GetBrokerMemberGroup = 901,
         BrokerHeartbeat = 904,
         NotifyMinBrokerIdChange = 905,
+        ControllerAlterSyncStateSet = 1001,
+        ControllerElectMaster = 1002,
+        ControllerRegisterBroker = 1003,
+        ControllerGetReplicaInfo = 1004,
+        ControllerGetMetadataInfo = 1005,
+        ControllerGetSyncStateData = 1006,
+        GetBrokerEpochCache = 1007,
+        NotifyBrokerRoleChanged = 1008,
+        UpdateControllerConfig = 1009,
+        GetControllerConfig = 1010,
+        CleanBrokerData = 1011,
+        ControllerGetNextBrokerId = 1012,
+        ControllerApplyBrokerId = 1013,
     }
 }
 
 int_code! {
-    /// Response codes the nameserver answers with (Java `RemotingSysResponseCode` + `ResponseCode`).
+    /// Response codes the nameserver and the controller answer with (Java
+    /// `RemotingSysResponseCode` + `ResponseCode`).
     ResponseCode {
         Success = 0,
         SystemError = 1,
@@ -85,6 +99,23 @@ int_code! {
         TopicNotExist = 17,
         QueryNotFound = 22,
         GoAway = 1500,
+        ControllerFencedMasterEpoch = 2000,
+        ControllerFencedSyncStateSetEpoch = 2001,
+        ControllerInvalidMaster = 2002,
+        ControllerInvalidReplicas = 2003,
+        ControllerMasterNotAvailable = 2004,
+        ControllerInvalidRequest = 2005,
+        ControllerBrokerNotAlive = 2006,
+        ControllerNotLeader = 2007,
+        ControllerBrokerMetadataNotExist = 2008,
+        ControllerInvalidCleanBrokerMetadata = 2009,
+        ControllerBrokerNeedToBeRegistered = 2010,
+        ControllerMasterStillExist = 2011,
+        ControllerElectMasterFailed = 2012,
+        ControllerAlterSyncStateSetFailed = 2013,
+        ControllerBrokerIdInvalid = 2014,
+        ControllerJraftInternalError = 2015,
+        ControllerBrokerLiveInfoNotExists = 2016,
     }
 }
 

@@ -65,6 +65,20 @@ pub fn access_of(code: i32) -> Access {
         | C::AddWritePermOfBroker
         | C::DeleteTopicInNamesrv
         | C::UpdateNamesrvConfig => Access::Admin,
+        // The controller's requests (not served here: REQUEST_CODE_NOT_SUPPORTED) by what they
+        // would do: a broker's own replication bookkeeping, an operator's changes, reads.
+        C::ControllerAlterSyncStateSet
+        | C::ControllerElectMaster
+        | C::ControllerRegisterBroker
+        | C::ControllerGetNextBrokerId
+        | C::ControllerApplyBrokerId
+        | C::NotifyBrokerRoleChanged => Access::Broker,
+        C::UpdateControllerConfig | C::CleanBrokerData => Access::Admin,
+        C::ControllerGetReplicaInfo
+        | C::ControllerGetMetadataInfo
+        | C::ControllerGetSyncStateData
+        | C::GetBrokerEpochCache
+        | C::GetControllerConfig => Access::Read,
         C::GetKvConfig
         | C::GetKvlistByNamespace
         | C::GetRouteinfoByTopic

@@ -196,6 +196,18 @@ where
     d.deserialize_any(IntVisitor(PhantomData))
 }
 
+/// An optional `Integer`/`Long` property: like [`int`], but `null` is `None`.
+pub(crate) fn opt_int<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i64> + Default,
+{
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        v => int(v).map(Some).map_err(de::Error::custom),
+    }
+}
+
 struct IntVisitor<T>(PhantomData<T>);
 
 impl<T: TryFrom<i64> + Default> IntVisitor<T> {

@@ -15,11 +15,13 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
 pub mod compressed;
+mod controller;
 pub mod crc;
 pub mod json;
 mod lenient;
 pub mod skim;
 
+pub use controller::*;
 pub use crc::{body_crc32, body_crc32_matches};
 pub use json::{to_json, to_legacy_json, to_standard_json, write_json, JsonMode};
 pub use lenient::from_json;

@@ -178,8 +178,10 @@ macro_rules! command_header {
     };
 }
 
+mod controller;
 mod namesrv;
 
+pub use controller::*;
 pub use namesrv::*;
 
 impl RemotingCommand {

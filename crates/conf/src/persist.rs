@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// `path` with `suffix` appended to its file name (`a/b.json` + `.tmp` = `a/b.json.tmp`).
-pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name: OsString = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
@@ -21,7 +21,7 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 /// Replaces the content of `path` with `contents` atomically and durably (see module docs).
 /// Blocking: call from a blocking context (`spawn_blocking` in async code).
-pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
+pub fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

@@ -1,0 +1,12 @@
+//! Java-style server configuration shared by the nameserver and the controller: properties text
+//! ([`properties`]), typed key tables with Java names and defaults ([`config_struct!`],
+//! [`table`]), the running configuration that GET/UPDATE_*_CONFIG read and replace ([`Live`]),
+//! and crash-safe whole-file writes ([`persist`]).
+
+pub mod live;
+pub mod persist;
+pub mod properties;
+pub mod table;
+
+pub use live::{ConfigUpdateError, Live};
+pub use table::{ConfigError, Keys, Rules, Value};

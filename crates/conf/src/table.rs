@@ -1,0 +1,503 @@
+//! Typed key tables: one struct per server holding every key under its Java name and Java
+//! default ([`config_struct!`]), the text conversions Java's `MixAll#properties2Object` applies
+//! ([`Value`]), and the listings every server prints (`-p`, GET_*_CONFIG).
+//!
+//! Unlike Java, which silently ignores a value it cannot convert, a bad value is an error that
+//! names the key and the value ([`ConfigError`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use remoting::SerializeType;
+use thiserror::Error;
+
+use crate::properties::{self, PropertiesError};
+
+/// A bad configuration: unreadable or unparsable file, or a value of the wrong type or range.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The `-c` file could not be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        /// The file given with `-c`.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The `-c` file is not valid properties text.
+    #[error("cannot parse config file {}: {source}", path.display())]
+    Parse {
+        /// The file given with `-c`.
+        path: PathBuf,
+        /// What the properties reader rejected.
+        source: PropertiesError,
+    },
+    /// A value cannot be converted to the key's type, or is out of range.
+    #[error("invalid value for config key {key}: {value:?} ({reason})")]
+    InvalidValue {
+        /// The Java key name, e.g. `listenPort`.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What was expected.
+        reason: String,
+    },
+}
+
+/// A config value type: conversion from and to the properties text.
+pub trait Value: Sized {
+    /// Converts a raw value; `Err` says what was expected.
+    fn parse(raw: &str) -> Result<Self, &'static str>;
+    /// The text form; `None` means unset (skipped in GET_*_CONFIG output, empty in `-p` output).
+    fn render(&self) -> Option<String>;
+}
+
+/// Java `String.trim()`: strips every char <= U+0020 at both ends.
+pub fn java_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c <= ' ')
+}
+
+impl Value for i32 {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        raw.parse().map_err(|_| "expected a 32-bit integer")
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Value for i64 {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        raw.parse().map_err(|_| "expected a 64-bit integer")
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Value for bool {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        if raw.eq_ignore_ascii_case("true") {
+            Ok(true)
+        } else if raw.eq_ignore_ascii_case("false") {
+            Ok(false)
+        } else {
+            Err("expected true or false")
+        }
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Value for String {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        Ok(java_trim(raw).to_owned())
+    }
+    fn render(&self) -> Option<String> {
+        Some(self.clone())
+    }
+}
+
+impl Value for Option<String> {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        Ok(Some(java_trim(raw).to_owned()))
+    }
+    fn render(&self) -> Option<String> {
+        self.clone()
+    }
+}
+
+impl Value for Option<bool> {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        <bool as Value>::parse(raw).map(Some)
+    }
+    fn render(&self) -> Option<String> {
+        self.map(|b| b.to_string())
+    }
+}
+
+impl Value for Option<SerializeType> {
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        match raw {
+            "JSON" => Ok(Some(SerializeType::Json)),
+            "ROCKETMQ" => Ok(Some(SerializeType::RocketMq)),
+            _ => Err("expected JSON or ROCKETMQ"),
+        }
+    }
+    fn render(&self) -> Option<String> {
+        self.map(|t| match t {
+            SerializeType::Json => "JSON".to_owned(),
+            SerializeType::RocketMq => "ROCKETMQ".to_owned(),
+        })
+    }
+}
+
+/// What `-p` and GET_*_CONFIG show instead of a secret's value.
+pub const REDACTED: &str = "******";
+
+/// Whether a key's value is a secret that `-p` and GET_*_CONFIG never show: any key whose name
+/// contains `password`, `secret` or `credential` (case-insensitive), e.g.
+/// `tls.server.keyPassword` or a broker's `innerClientAuthenticationCredentials`.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["password", "secret", "credential"].iter().any(|word| key.contains(word))
+}
+
+/// `value` as `-p` and GET_*_CONFIG show it: [`REDACTED`] for a non-empty secret.
+pub fn shown<'a>(key: &str, value: &'a str) -> &'a str {
+    if !value.is_empty() && is_secret_key(key) {
+        REDACTED
+    } else {
+        value
+    }
+}
+
+/// The error for a bad value of `key`, with a hint when surrounding whitespace is the problem.
+pub fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
+    let mut reason = reason.to_owned();
+    if value != value.trim() {
+        reason.push_str("; remove the surrounding whitespace");
+    }
+    ConfigError::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason }
+}
+
+/// Checks `(key, minimum, maximum)` rules against a table's current values; the error names the
+/// key and its value.
+pub fn check_ranges<T: Keys>(table: &T, ranges: &[(&str, i64, i64)]) -> Result<(), ConfigError> {
+    for &(key, min, max) in ranges {
+        let Some(text) = table.value(key) else { continue };
+        let value: i64 = text.parse().map_err(|_| invalid(key, &text, "expected an integer"))?;
+        if value < min || value > max {
+            let reason = if max == i64::MAX || max == i64::from(i32::MAX) {
+                format!("must be at least {min}")
+            } else {
+                format!("must be between {min} and {max}")
+            };
+            return Err(invalid(key, &text, &reason));
+        }
+    }
+    Ok(())
+}
+
+/// What [`config_struct!`] generates, for code generic over a server's table
+/// ([`crate::Live`]).
+pub trait Keys: Clone + Send + Sync + 'static {
+    /// The Java names of every typed key, in Java declaration order.
+    fn keys() -> &'static [&'static str];
+    /// The current value of a typed or extra key as text; `None` when unknown or unset.
+    fn value(&self, key: &str) -> Option<String>;
+    /// Sets a typed key from its text form; `Ok(false)` when `key` is not a typed key.
+    fn set_value(&mut self, key: &str, raw: &str) -> Result<bool, ConfigError>;
+    /// Keys no field knows, kept as written.
+    fn extra(&self) -> &BTreeMap<String, String>;
+    /// Keys no field knows, for an update.
+    fn extra_mut(&mut self) -> &mut BTreeMap<String, String>;
+    /// The `-c` file this table was loaded from, if any.
+    fn loaded_from_mut(&mut self) -> &mut Option<PathBuf>;
+}
+
+/// A server's own rules over its table: ranges, the keys an update may not change, and where
+/// updates are persisted.
+pub trait Rules: Keys {
+    /// Checks ranges and cross-key constraints; the error names the key.
+    fn check(&self) -> Result<(), ConfigError>;
+    /// The keys a config update may never change.
+    fn update_black_list(&self) -> BTreeSet<String>;
+    /// Where an accepted update is written (`configStorePath`).
+    fn store_path(&self) -> PathBuf;
+}
+
+/// Every set key with its value: typed keys with a value, then extra keys, sorted by key.
+pub fn sorted_entries<T: Keys>(table: &T) -> BTreeMap<String, String> {
+    let mut all = table.extra().clone();
+    for key in T::keys() {
+        if let Some(value) = table.value(key) {
+            all.insert((*key).to_owned(), value);
+        }
+    }
+    all
+}
+
+/// Every set key (typed and extra) as `key=value\n`, sorted by key, unset values skipped, no
+/// escaping: what `configStorePath` holds, secrets included.
+/// Java: `Configuration#getAllConfigsFormatString` (errata D35)
+pub fn properties_text<T: Keys>(table: &T) -> String {
+    let all = sorted_entries(table);
+    properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// The GET_*_CONFIG body: [`properties_text`] with every [secret](is_secret_key) shown as
+/// [`REDACTED`] (Java shows them).
+pub fn public_properties_text<T: Keys>(table: &T) -> String {
+    let all = sorted_entries(table);
+    properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), shown(k, v))))
+}
+
+/// Every typed key as `key=value\n` in declaration order (unset values empty, as Java prints
+/// null), then the extra keys sorted; secrets shown as [`REDACTED`].
+/// Java: `MixAll#printObjectProperties`
+pub fn print_text<T: Keys>(table: &T) -> String {
+    let mut out = String::new();
+    for key in T::keys() {
+        let value = table.value(key).unwrap_or_default();
+        out.push_str(&format!("{key}={}\n", shown(key, &value)));
+    }
+    for (key, value) in table.extra() {
+        out.push_str(&format!("{key}={}\n", shown(key, value)));
+    }
+    out
+}
+
+/// Reads a `-c` file into `table`: typed keys converted (error on a bad value), every other key
+/// kept in the extra map; records the file as `loaded_from`.
+pub fn load_file<T: Keys>(table: &mut T, path: &Path) -> Result<(), ConfigError> {
+    let bytes = std::fs::read(path)
+        .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+    let entries = properties::parse_bytes(&bytes)
+        .map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
+    apply_entries(table, entries)?;
+    *table.loaded_from_mut() = Some(path.to_owned());
+    Ok(())
+}
+
+/// Applies properties entries as a `-c` file does: typed keys converted (error on a bad value),
+/// every other key stored in the extra map.
+pub fn apply_entries<T, I>(table: &mut T, entries: I) -> Result<(), ConfigError>
+where
+    T: Keys,
+    I: IntoIterator<Item = (String, String)>,
+{
+    for (key, value) in entries {
+        if !table.set_value(&key, &value)? {
+            table.extra_mut().insert(key, value);
+        }
+    }
+    Ok(())
+}
+
+/// Declares a server's key table: a struct with one field per key (Java name, Java default,
+/// `///` docs — the documentation book generates its key reference from these), plus `extra`
+/// (keys no field knows, kept as written, like Java's `Configuration` property bag) and
+/// `loaded_from`. Generates `Default`, `KEYS`, `get`, `set_known`, the listings and
+/// [`Keys`].
+///
+/// ```ignore
+/// conf::config_struct! {
+///     /// Every setting of the server.
+///     pub struct Config {
+///         /// `listenPort`: 0 lets the OS choose.
+///         listen_port: i32 = "listenPort", 9876;
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! config_struct {
+    (
+        $(#[$smeta:meta])*
+        pub struct $name:ident {
+            $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:literal, $default:expr; )*
+        }
+    ) => {
+        $(#[$smeta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            $( $(#[$doc])* pub $field: $ty, )*
+            /// Keys no field knows, kept as written so that GET_*_CONFIG returns them and an
+            /// update re-persists them, like Java's `Configuration` property bag.
+            pub extra: ::std::collections::BTreeMap<String, String>,
+            /// The `-c` file this configuration was loaded from, if any (not a property).
+            pub loaded_from: Option<::std::path::PathBuf>,
+        }
+
+        impl Default for $name {
+            /// Java defaults.
+            fn default() -> Self {
+                Self {
+                    $( $field: $default, )*
+                    extra: ::std::collections::BTreeMap::new(),
+                    loaded_from: None,
+                }
+            }
+        }
+
+        impl $name {
+            /// The Java names of every typed key, in Java declaration order.
+            pub const KEYS: &'static [&'static str] = &[$( $key, )*];
+
+            /// The current value of a typed or extra key as text; `None` when unknown or unset.
+            pub fn get(&self, key: &str) -> Option<String> {
+                match key {
+                    $( $key => $crate::Value::render(&self.$field), )*
+                    _ => self.extra.get(key).cloned(),
+                }
+            }
+
+            /// Sets a typed key from its text form (strings trimmed like Java; numbers and
+            /// booleans not, so `"9876 "` is an error). Returns `Ok(false)`, changing nothing,
+            /// when `key` is not a typed key. Java: `MixAll#properties2Object` (one key)
+            pub fn set_known(&mut self, key: &str, raw: &str) -> Result<bool, $crate::ConfigError> {
+                match key {
+                    $( $key => {
+                        self.$field = $crate::Value::parse(raw)
+                            .map_err(|why| $crate::table::invalid(key, raw, why))?;
+                        Ok(true)
+                    } )*
+                    _ => Ok(false),
+                }
+            }
+
+            /// Applies properties entries as a `-c` file does: typed keys converted (error on
+            /// a bad value), every other key stored in [`Self::extra`].
+            pub fn apply_file_entries<I>(&mut self, entries: I) -> Result<(), $crate::ConfigError>
+            where
+                I: IntoIterator<Item = (String, String)>,
+            {
+                $crate::table::apply_entries(self, entries)
+            }
+
+            /// Every set key with its value: typed keys with a value, then extra keys, sorted.
+            pub fn to_sorted_entries(&self) -> ::std::collections::BTreeMap<String, String> {
+                $crate::table::sorted_entries(self)
+            }
+
+            /// The GET_*_CONFIG body and the `configStorePath` file content: every set key
+            /// (typed and extra) as `key=value\n`, sorted by key, unset values skipped, no
+            /// escaping. Java: `Configuration#getAllConfigsFormatString` (errata D35)
+            pub fn to_properties_text(&self) -> String {
+                $crate::table::properties_text(self)
+            }
+
+            /// The GET_*_CONFIG body: [`Self::to_properties_text`] with secrets redacted.
+            pub fn to_public_properties_text(&self) -> String {
+                $crate::table::public_properties_text(self)
+            }
+
+            /// The `-p` listing: every typed key as `key=value\n` in Java declaration order
+            /// (unset values empty, as Java prints null), then the extra keys sorted; secrets
+            /// redacted. Java: `MixAll#printObjectProperties`
+            pub fn to_print_text(&self) -> String {
+                $crate::table::print_text(self)
+            }
+
+            /// `load config properties file OK, <file>` when loaded from a `-c` file (Java
+            /// prints it to stdout during start-up).
+            pub fn load_message(&self) -> Option<String> {
+                self.loaded_from
+                    .as_ref()
+                    .map(|p| format!("load config properties file OK, {}", p.display()))
+            }
+        }
+
+        impl $crate::Keys for $name {
+            fn keys() -> &'static [&'static str] {
+                Self::KEYS
+            }
+            fn value(&self, key: &str) -> Option<String> {
+                self.get(key)
+            }
+            fn set_value(&mut self, key: &str, raw: &str) -> Result<bool, $crate::ConfigError> {
+                self.set_known(key, raw)
+            }
+            fn extra(&self) -> &::std::collections::BTreeMap<String, String> {
+                &self.extra
+            }
+            fn extra_mut(&mut self) -> &mut ::std::collections::BTreeMap<String, String> {
+                &mut self.extra
+            }
+            fn loaded_from_mut(&mut self) -> &mut Option<::std::path::PathBuf> {
+                &mut self.loaded_from
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::config_struct! {
+        /// A sample table.
+        pub struct Sample {
+            /// `port`.
+            port: i32 = "port", 9876;
+            /// `name`.
+            name: String = "name", "n".to_owned();
+            /// `flag`.
+            flag: bool = "flag", false;
+            /// `home`.
+            home: Option<String> = "home", None;
+        }
+    }
+
+    #[test]
+    fn secret_values_are_redacted_in_listings_but_not_in_the_persisted_text() {
+        let mut s = Sample::default();
+        s.extra.insert("tls.server.keyPassword".into(), "hunter2".into());
+        s.extra.insert("emptySecretKey".into(), String::new());
+        for shown in [s.to_public_properties_text(), s.to_print_text()] {
+            assert!(shown.contains("tls.server.keyPassword=******\n"), "{shown}");
+            assert!(shown.contains("emptySecretKey=\n"), "an empty secret hides nothing: {shown}");
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        assert!(s.to_properties_text().contains("tls.server.keyPassword=hunter2"));
+        assert!(
+            is_secret_key("innerClientAuthenticationCredentials") && !is_secret_key("listenPort")
+        );
+    }
+
+    #[test]
+    fn keys_round_trip_through_get_and_set() {
+        let mut s = Sample { home: Some("/opt".into()), ..Sample::default() };
+        let original = s.clone();
+        for key in Sample::KEYS {
+            if let Some(value) = original.get(key) {
+                assert!(s.set_known(key, &value).expect("own value is valid"), "{key}");
+            }
+        }
+        assert_eq!(s, original);
+        assert!(!s.set_known("unknown", "1").expect("unknown is not an error"));
+    }
+
+    #[test]
+    fn numbers_are_not_trimmed_but_strings_are() {
+        let mut s = Sample::default();
+        let err = s.set_known("port", "1 ").expect_err("trailing space");
+        assert!(err.to_string().contains("whitespace"), "{err}");
+        s.set_known("name", "  x \t").expect("string");
+        assert_eq!(s.name, "x");
+        s.set_known("flag", "TRUE").expect("bool");
+        assert!(s.flag);
+    }
+
+    #[test]
+    fn ranges_name_the_key() {
+        let s = Sample { port: 70000, ..Sample::default() };
+        let err = check_ranges(&s, &[("port", 0, 65535)]).expect_err("out of range");
+        assert_eq!(
+            err.to_string(),
+            "invalid value for config key port: \"70000\" (must be between 0 and 65535)"
+        );
+    }
+
+    #[test]
+    fn listings_sort_or_keep_declaration_order() {
+        let mut s = Sample::default();
+        s.extra.insert("aaa".into(), "1".into());
+        assert_eq!(s.to_properties_text(), "aaa=1\nflag=false\nname=n\nport=9876\n");
+        assert_eq!(s.to_print_text(), "port=9876\nname=n\nflag=false\nhome=\naaa=1\n");
+    }
+
+    #[test]
+    fn a_file_sets_typed_keys_and_keeps_the_others() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.properties");
+        std::fs::write(&path, "port=1\nother=x\n").expect("write");
+        let mut s = Sample::default();
+        load_file(&mut s, &path).expect("load");
+        assert_eq!(s.port, 1);
+        assert_eq!(s.to_sorted_entries().get("other").map(String::as_str), Some("x"));
+        assert!(s.load_message().expect("loaded").ends_with("s.properties"));
+        s.apply_file_entries([("port".to_owned(), "x".to_owned())]).expect_err("bad port");
+    }
+}
