@@ -28,6 +28,8 @@ const PLACEHOLDER: i32 = 1_987_654_321;
 pub struct Requests {
     /// (header before the opaque, header after it) per topic; no body.
     parts: Vec<(Bytes, Bytes)>,
+    /// What the requests are signed with, if anything (the probe signs with it too).
+    credentials: Option<client::Credentials>,
 }
 
 impl Requests {
@@ -58,7 +60,12 @@ impl Requests {
                 Bytes::copy_from_slice(&header[at + digits.len()..]),
             ));
         }
-        Ok(Self { parts })
+        Ok(Self { parts, credentials: client.config().credentials.clone() })
+    }
+
+    /// What the requests are signed with, if anything.
+    pub fn credentials(&self) -> Option<&client::Credentials> {
+        self.credentials.as_ref()
     }
 
     /// Appends the request for topic `i` with `opaque` to `out`.
@@ -249,10 +256,15 @@ async fn connection(
 }
 
 /// Checks that `addr` answers `topic` like the client expects (used once before a raw phase).
-pub async fn probe(addr: &str, topic: &str) -> anyhow::Result<usize> {
+pub async fn probe(
+    addr: &str,
+    topic: &str,
+    credentials: Option<&client::Credentials>,
+) -> anyhow::Result<usize> {
     // Patient: a server may still be working off an earlier phase's backlog.
     let config = client::ClientConfig {
         request_timeout: Duration::from_secs(30),
+        credentials: credentials.cloned(),
         ..client::ClientConfig::default()
     };
     let c = Client::with_config(addr, config)?;

@@ -449,7 +449,7 @@ pub async fn read_phase(
 ) -> anyhow::Result<(Recorder, Duration)> {
     let probe = topology.topics[0].clone();
     if let ReadMode::Raw(requests) = mode {
-        raw::probe(addr, &probe).await?;
+        raw::probe(addr, &probe, requests.credentials()).await?;
         let result = raw::run(addr, conns, requests.clone(), readers, seed).await?;
         return Ok((result.all, result.elapsed));
     }
@@ -472,7 +472,7 @@ async fn churn_phase(
 ) -> anyhow::Result<S2> {
     let fleet = live.fleet.as_ref().context("no fleet")?;
     // The server must answer before the churn starts (not only once it runs).
-    raw::probe(&live.server.addr, &topology.topics[0]).await?;
+    raw::probe(&live.server.addr, &topology.topics[0], None).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let measure_from = Instant::now() + readers.warmup;
     let churn = fleet.churn(
