@@ -1150,9 +1150,16 @@ def acl_namesrv(env, key, mode):
     return ns
 
 
-def inner_credentials(access_key, secret_key):
-    """A 5.x broker's innerClientAuthenticationCredentials value."""
-    return json.dumps({"accessKey": access_key, "secretKey": secret_key}, separators=(",", ":"))
+def signing_broker(env, key, name, access_key, secret_key):
+    """A 5.x broker of ACL_CLUSTER signing its nameserver calls: innerClientAuthenticationCredentials
+    (which the broker also stores as a user, so it needs an authentication metadata provider; its
+    own authentication stays off)."""
+    broker = Broker(env, key, "5", ACL_CLUSTER, name, 0)
+    broker.conf_extra["innerClientAuthenticationCredentials"] = json.dumps(
+        {"accessKey": access_key, "secretKey": secret_key}, separators=(",", ":"))
+    broker.conf_extra["authenticationMetadataProvider"] = (
+        "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider")
+    return broker
 
 
 def acl_route_perm(addr, credentials=None):
@@ -1211,8 +1218,7 @@ def s10_access_control(env, c):
         c.check(True, "SUTs %s (authenticationMode=writes) and %s (all) up with an accounts file" % (
             ns.addr, ns_all.addr))
 
-        broker = Broker(env, "acl", "5", ACL_CLUSTER, ACL_BROKER, 0)
-        broker.conf_extra["innerClientAuthenticationCredentials"] = inner_credentials(*ACL_BROKER_KEY)
+        broker = signing_broker(env, "acl", ACL_BROKER, *ACL_BROKER_KEY)
         started.append(broker)
         t0 = time.time()
         broker.start("%s;%s" % (ns.addr, ns_all.addr))
@@ -1285,8 +1291,7 @@ def s10_access_control(env, c):
             c.note(tail(out))
 
         # Last (its failures count against 127.0.0.1): a broker with a wrong secret.
-        bad = Broker(env, "acl-bad", "5", ACL_CLUSTER, ACL_BROKER + "-bad", 0)
-        bad.conf_extra["innerClientAuthenticationCredentials"] = inner_credentials(ACL_BROKER_KEY[0], "wrong")
+        bad = signing_broker(env, "acl-bad", ACL_BROKER + "-bad", ACL_BROKER_KEY[0], "wrong-secret")
         started.append(bad)
         before = server_log_count(ns, "reason=\"bad_signature\"")
         bad.start(ns.addr)
