@@ -13,7 +13,8 @@
 use std::cmp::Ordering;
 
 use base64::Engine as _;
-use ring::hmac;
+use hmac::{Hmac, Mac};
+use sha1::Sha1;
 use subtle::ConstantTimeEq;
 
 use crate::command::RemotingCommand;
@@ -32,15 +33,24 @@ pub const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
 /// Length of a Base64 HmacSHA1 signature (20 bytes → 28 characters).
 const SIGNATURE_LEN: usize = 28;
 
-/// A secret key ready to sign with (the HMAC key schedule is computed once). Its `Debug` never
+/// A secret key ready to sign with (the HMAC pads are hashed once, here). Its `Debug` never
 /// shows the secret.
 #[derive(Clone)]
-pub struct SigningKey(hmac::Key);
+pub struct SigningKey(Hmac<Sha1>);
 
 impl SigningKey {
     /// The key for `secret` (its UTF-8 bytes, as Java's `secretKey.getBytes(UTF_8)`).
     pub fn new(secret: &str) -> Self {
-        SigningKey(hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret.as_bytes()))
+        // HMAC takes a key of any length.
+        match Hmac::new_from_slice(secret.as_bytes()) {
+            Ok(mac) => SigningKey(mac),
+            Err(_) => unreachable!("HMAC accepts a key of any length"),
+        }
+    }
+
+    /// A fresh MAC state keyed with this secret.
+    fn mac(&self) -> Hmac<Sha1> {
+        self.0.clone()
     }
 }
 
@@ -151,11 +161,9 @@ pub fn sign_fields<'a>(
     fields: impl Iterator<Item = (&'a str, &'a str)>,
     body: &'a [u8],
 ) -> String {
-    let mut context = hmac::Context::with_key(&key.0);
-    for_each_content_part(fields.filter(|(k, _)| *k != SIGNATURE), body, |part| {
-        context.update(part)
-    });
-    base64::engine::general_purpose::STANDARD.encode(context.sign().as_ref())
+    let mut mac = key.mac();
+    for_each_content_part(fields.filter(|(k, _)| *k != SIGNATURE), body, |part| mac.update(part));
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
 /// The bytes the server checks a signature against (for tests and diagnostics; [`verify`] does
@@ -176,12 +184,12 @@ pub fn verify(key: &SigningKey, request: &RemotingCommand) -> bool {
         return false;
     };
     let given = fields.get(SIGNATURE);
-    let mut context = hmac::Context::with_key(&key.0);
+    let mut mac = key.mac();
     let kept = fields.iter().filter(|(k, _)| !server_skips(k, request.version));
-    for_each_content_part(kept, request.body_bytes(), |part| context.update(part));
+    for_each_content_part(kept, request.body_bytes(), |part| mac.update(part));
     let mut expected = [0u8; SIGNATURE_LEN];
     let written = base64::engine::general_purpose::STANDARD
-        .encode_slice(context.sign().as_ref(), &mut expected)
+        .encode_slice(mac.finalize().into_bytes(), &mut expected)
         .unwrap_or(0);
     match given {
         Some(given) if written == SIGNATURE_LEN => {

@@ -178,13 +178,14 @@ impl Auth {
         self.failures.prune(now);
     }
 
-    /// Whether `request` may be served, and as whom. Counts and logs a refusal, and counts it
-    /// against the caller's address. `now` is the failure-window clock.
+    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
+    /// its identity is not kept). Counts and logs a refusal, and counts it against the caller's
+    /// address. `now` reads the failure-window clock (only when some address has failed).
     pub fn check(
         &self,
         caller: Caller<'_>,
         request: &RemotingCommand,
-        now: Instant,
+        now: impl Fn() -> Instant,
     ) -> Result<Who, Refusal> {
         let access = access_of(request.code);
         if access == Access::Read && self.mode == AuthMode::Writes {
@@ -193,7 +194,7 @@ impl Auth {
             return Ok(Who::Anonymous);
         }
         let ip = caller.peer.ip().to_canonical();
-        if self.failures.is_blocked(ip, now) {
+        if !self.failures.is_empty() && self.failures.is_blocked(ip, now()) {
             let refusal = Refusal::RateLimited { ip };
             self.counters.refused(refusal.reason());
             debug!(target: audit::TARGET, peer = %caller.peer, code = request.code, "refused: address blocked after repeated failures");
@@ -208,6 +209,7 @@ impl Auth {
                 self.counters.refused(refusal.reason());
                 let access_key =
                     request.ext(ACCESS_KEY).map(|k| k.chars().take(64).collect::<String>());
+                let now = now();
                 match self.failures.record(ip, now) {
                     Recorded::Counted { failures } => warn!(
                         target: audit::TARGET,
@@ -243,18 +245,18 @@ impl Auth {
         access: Access,
     ) -> Result<(Who, Accepted), Refusal> {
         let accounts = self.accounts.load();
-        let (account, who, how) = if let Some(access_key) = request.ext(ACCESS_KEY) {
+        let (account, how) = if let Some(access_key) = request.ext(ACCESS_KEY) {
             // Java: an AccessKey field means "signed" (DefaultAuthenticationContextBuilder).
             let account = accounts.by_access_key(access_key).ok_or(Refusal::UnknownAccessKey)?;
             let verified = account.key().is_some_and(|key| signature::verify(key, request));
             if !verified {
                 return Err(Refusal::BadSignature);
             }
-            (account, Who::Account(Arc::clone(&account.access_key)), Accepted::Signature)
+            (account, Accepted::Signature)
         } else if let Some(account) =
             caller.certificate_cn.and_then(|cn| accounts.by_certificate_cn(cn))
         {
-            (account, Who::Certificate(Arc::clone(&account.access_key)), Accepted::Certificate)
+            (account, Accepted::Certificate)
         } else if accounts.globally_allowed(ip) {
             return Ok((Who::Whitelisted, Accepted::Whitelisted));
         } else {
@@ -266,6 +268,11 @@ impl Auth {
         if !account.role.allows(access) {
             return Err(Refusal::RoleDenied { role: account.role.name(), code: request.code });
         }
+        let who = match how {
+            _ if access == Access::Read => Who::Reader,
+            Accepted::Certificate => Who::Certificate(Arc::clone(&account.access_key)),
+            _ => Who::Account(Arc::clone(&account.access_key)),
+        };
         Ok((who, how))
     }
 }
