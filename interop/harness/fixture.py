@@ -20,7 +20,7 @@ IDIR = os.path.dirname(HERE)
 ROOT = os.path.dirname(IDIR)
 CACHE = os.path.join(IDIR, ".cache")
 
-V5 = os.environ.get("RMQ5_VERSION", "5.3.3")
+V5 = os.environ.get("RMQ5_VERSION", "5.5.0")
 V4 = os.environ.get("RMQ4_VERSION", "4.9.3")
 GEN_VERSION = {"5": V5, "4": V4}
 
@@ -33,9 +33,10 @@ class SetupError(Exception):
 
 
 # A RocketMQ broker refuses every write (code 14, "the broker's disk is full") once the disk
-# holding its store is 90 % used; 5.3.3 caps rocketmq.broker.diskSpaceWarningLevelRatio at 0.90,
-# so no setting lifts it. The stores are small and thrown away after the run, so they go to a
-# tmpfs when there is one with room, and the disk they land on is checked before a broker starts.
+# holding its store is 90 % used; 5.x caps the warning level (rocketmq.broker.diskSpaceWarningLevelRatio,
+# in 5.5.0 also the broker key diskSpaceWarningLevelRatio) at 0.90, so no setting lifts it. The
+# stores are small and thrown away after the run, so they go to a tmpfs when there is one with
+# room, and the disk they land on is checked before a broker starts.
 BROKER_DISK_FULL = 0.90
 SHM = "/dev/shm"
 
@@ -239,6 +240,9 @@ class Namesrv:
         self.credentials = credentials
         self.port = free_port_block((0,))
         self.addr = "127.0.0.1:%d" % self.port
+        # Ours serves HTTP (metrics, probes, API, address server) on httpListenPort (default
+        # 8080, which two nameservers of one run would share): a free port of its own.
+        self.http_port = free_port_block((0,)) if impl == "rust" else None
         self.dir = os.path.join(env.rundir, "ns-" + key)
         os.makedirs(self.dir, exist_ok=True)
         self.conf = os.path.join(self.dir, "namesrv.properties")
@@ -246,6 +250,8 @@ class Namesrv:
             f.write("listenPort=%d\n" % self.port)
             f.write("kvConfigPath=%s\n" % os.path.join(self.dir, "kvConfig.json"))
             if impl == "rust":
+                f.write("httpListenPort=%d\n" % self.http_port)
+                f.write("httpBindAddress=127.0.0.1\n")
                 for k, v in list(self.tls.items()) + list((props or {}).items()):
                     f.write("%s=%s\n" % (k, v))
         self.proc = None
@@ -319,8 +325,10 @@ class Broker:
         self.dir = os.path.join(env.rundir, "broker-" + key)
         # Extra JVM options, e.g. -Dtls.enable=true (its own connections to nameservers over TLS).
         self.jvm_extra = []
-        # Extra broker.conf keys, e.g. innerClientAuthenticationCredentials.
-        self.conf_extra = {}
+        # broker.conf keys replacing the defaults below, and a command prefix for its JVM
+        # (reliability/run runs a broker inside a network namespace with `ip netns exec NS`).
+        self.conf_overrides = {}
+        self.argv_prefix = []
         self.proc = None
         self.starts = 0
 
@@ -346,7 +354,7 @@ class Broker:
             "mappedFileSizeConsumeQueue": 60000,
             "maxHashSlotNum": 10000,
             "maxIndexNum": 40000,
-            # The timer store stays enabled (deleteTopic NPEs without it in 5.3.3) but small.
+            # The timer store stays enabled (deleteTopic NPEs without it in 5.3.3; kept for 5.5.0) but small.
             "mappedFileSizeTimerLog": 16 * 1024 * 1024,
             "brokerRole": "SLAVE" if self.broker_id else "ASYNC_MASTER",
             "flushDiskType": "ASYNC_FLUSH",
@@ -356,7 +364,7 @@ class Broker:
             "autoCreateTopicEnable": "false",
             "diskMaxUsedSpaceRatio": 95,
         }
-        lines.update(self.conf_extra)
+        lines.update(self.conf_overrides)
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
             for k, v in lines.items():
@@ -367,7 +375,7 @@ class Broker:
         self.starts += 1
         conf = self.write_conf(namesrv_addr)
         lib = self.env.artifacts.libdir(self.gen)
-        argv = [java_bin(), "-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m",
+        argv = self.argv_prefix + [java_bin(), "-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m",
                 "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "--add-opens", "java.base/java.nio=ALL-UNNAMED",
                 "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",

@@ -163,6 +163,18 @@ pub fn targets(r: &Report) -> Vec<Target> {
             met: None,
         },
     });
+    out.push(match ours.and_then(|o| o.metrics_overhead.as_ref()).and_then(|m| m.ratio()) {
+        Some((ratio, on, off)) => Target {
+            name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
+            measured: format!("{ratio:.3}× ({on:.0} vs {off:.0} req/s, median of paired rounds)"),
+            met: Some(ratio >= 0.97),
+        },
+        None => Target {
+            name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
+            measured: "not measured".into(),
+            met: None,
+        },
+    });
     out
 }
 
@@ -250,6 +262,17 @@ pub fn markdown(r: &Report) -> String {
             None => "not measured",
         };
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.measured, verdict);
+    }
+
+    if let Some(m) = r.server(Kind::Ours).and_then(|o| o.metrics_overhead.as_ref()) {
+        let _ = writeln!(
+            md,
+            "\n## Metrics overhead (issue #12)\n\nS1 against ours as run (metrics recorded) and a second instance with `metricsEnable=false`, populated alike, alternating rounds.\n\n| round | metrics on req/s | metrics off req/s | on/off |\n|---:|---:|---:|---:|"
+        );
+        for (i, (on, off)) in m.on.iter().zip(&m.off).enumerate() {
+            let ratio = if off.qps > 0.0 { on.qps / off.qps } else { 0.0 };
+            let _ = writeln!(md, "| {i} | {:.0} | {:.0} | {ratio:.3} |", on.qps, off.qps);
+        }
     }
 
     // Main table.
@@ -546,6 +569,7 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::MetricsOverhead;
     use crate::server::Memory;
     use crate::suite::{EnvInfo, Sizes, S2, S3};
 
@@ -589,6 +613,10 @@ mod tests {
             s5: None,
             failures: vec![],
             cpu: vec![],
+            metrics_overhead: (kind == Kind::Ours).then(|| MetricsOverhead {
+                on: vec![summary(qps * 0.99, p99), summary(qps, p99)],
+                off: vec![summary(qps, p99), summary(qps, p99)],
+            }),
         }
     }
 
@@ -622,6 +650,17 @@ mod tests {
         assert_eq!(met("S3 50,000"), Some(Some(false)), "a 600 ms re-registration misses 500 ms");
         assert_eq!(met("S3 readers"), Some(Some(true)));
         assert_eq!(met("S6"), Some(Some(true)));
+        // Median of on (99k, 100k) is 100k over off's 100k: within 3 %.
+        assert_eq!(met("S1 with metrics within 3 %"), Some(Some(true)));
+        let mut slow = report();
+        let ours = slow.servers.iter_mut().find(|s| s.kind == Kind::Ours).expect("ours");
+        ours.metrics_overhead = Some(MetricsOverhead {
+            on: vec![summary(96_000.0, 1_000)],
+            off: vec![summary(100_000.0, 1_000)],
+        });
+        let t = targets(&slow);
+        let metrics = t.iter().find(|x| x.name.starts_with("S1 with metrics")).expect("target");
+        assert_eq!(metrics.met, Some(false), "96 % is not within 3 %");
     }
 
     #[test]
@@ -630,6 +669,8 @@ mod tests {
         assert!(md.contains("| ours/java | ours/rocketmq-rust | ours/ceiling |"), "{md}");
         assert!(md.contains("| S1 throughput (req/s) | 100,000 | 10,000 | 80,000 | 200,000 | 10.00× | 1.25× | 0.50× |"), "{md}");
         assert!(md.contains("**NOT met**") && md.contains("**met**"));
+        assert!(md.contains("## Metrics overhead (issue #12)"), "{md}");
+        assert!(md.contains("| 0 | 99000 | 100000 | 0.990 |"), "{md}");
     }
 
     #[test]

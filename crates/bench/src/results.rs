@@ -40,6 +40,9 @@ pub struct Sizes {
     pub s6_starts: usize,
     /// S1/S2 rounds (server order rotated each round; figures merged over rounds).
     pub rounds: usize,
+    /// Paired S1 rounds of ours with metrics on and off (`metricsEnable=false`), issue #12.
+    #[serde(default)]
+    pub metrics_rounds: usize,
     pub seed: u64,
     /// Before each measured phase, wait until other processes use at most this many cores…
     #[serde(default)]
@@ -71,6 +74,7 @@ impl Sizes {
             s5_measure_ms: 10_000,
             s6_starts: 5,
             rounds: 2,
+            metrics_rounds: 3,
             seed: 20_240_601,
             reader: "raw".to_owned(),
             quiet_cores: 0.2,
@@ -97,6 +101,7 @@ impl Sizes {
             s5_measure_ms: 2_000,
             s6_starts: 1,
             rounds: 1,
+            metrics_rounds: 1,
             seed: 20_240_601,
             reader: "raw".to_owned(),
             quiet_cores: 0.2,
@@ -175,6 +180,30 @@ pub struct ServerReport {
     /// Cores used by the server, the load generator and others during each measured phase.
     #[serde(default)]
     pub cpu: Vec<PhaseCpu>,
+    /// Ours only: paired S1 rounds against a second instance with `metricsEnable=false`.
+    #[serde(default)]
+    pub metrics_overhead: Option<MetricsOverhead>,
+}
+
+/// S1 of ours with metrics recorded (the default) and with `metricsEnable=false`, measured in
+/// alternating rounds on two instances populated alike.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MetricsOverhead {
+    pub on: Vec<Summary>,
+    pub off: Vec<Summary>,
+}
+
+impl MetricsOverhead {
+    /// Median S1 req/s with metrics on ÷ off.
+    pub fn ratio(&self) -> Option<(f64, f64, f64)> {
+        let median = |v: &[Summary]| {
+            let mut q: Vec<f64> = v.iter().filter(|s| s.ok > 0).map(|s| s.qps).collect();
+            q.sort_by(f64::total_cmp);
+            (!q.is_empty()).then(|| q[q.len() / 2])
+        };
+        let (on, off) = (median(&self.on)?, median(&self.off)?);
+        (off > 0.0).then(|| (on / off, on, off))
+    }
 }
 
 impl ServerReport {
@@ -197,6 +226,7 @@ impl ServerReport {
             s5: None,
             failures: Vec::new(),
             cpu: Vec::new(),
+            metrics_overhead: None,
         }
     }
 }

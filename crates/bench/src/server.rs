@@ -93,6 +93,8 @@ pub struct Spec {
     pub jvm_opts: Vec<String>,
     /// Ceiling only: the file holding the body of the answer.
     pub ceiling_body: Option<PathBuf>,
+    /// Ours only: extra `key=value` lines for its properties file.
+    pub extra_config: Vec<String>,
 }
 
 /// Shaded logback config for the Java nameserver: async file appender in the run directory,
@@ -143,10 +145,16 @@ impl Server {
         let mut cmd = match spec.kind {
             Kind::Ours | Kind::OursAuth => {
                 let conf = dir.join("namesrv.properties");
+                // HTTP on (as deployed: metrics recorded, /metrics served) on a free port.
+                let http_port = free_port()?;
                 let mut text = format!(
-                    "listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
+                    "listenPort={port}\nbindAddress=127.0.0.1\nhttpListenPort={http_port}\nkvConfigPath={}\n",
                     kv.display()
                 );
+                for line in &spec.extra_config {
+                    text.push_str(line);
+                    text.push('\n');
+                }
                 if spec.kind == Kind::OursAuth {
                     let accounts = dir.join("auth.yml");
                     fs::write(

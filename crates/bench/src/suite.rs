@@ -298,6 +298,28 @@ pub async fn run(
         }
     }
 
+    // Metrics overhead (#12): ours against a metricsEnable=false instance, paired S1 rounds.
+    if sizes.metrics_rounds > 0 {
+        if let Some(live) =
+            lives.iter_mut().find(|l| l.spec.kind == Kind::Ours && l.fleet.is_some())
+        {
+            let phase = crate::overhead::Phase {
+                sizes,
+                topology: &topology,
+                bodies: &bodies,
+                mode: &plain_mode,
+                readers: &readers,
+                prewarm: &prewarm,
+                pids: &pids,
+                measuring: &measuring,
+            };
+            match phase.run(&live.spec, &live.server.addr, workdir, say).await {
+                Ok(overhead) => live.report.metrics_overhead = Some(overhead),
+                Err(e) => live.fail("metrics overhead", &e),
+            }
+        }
+    }
+
     // S3, one server after the other.
     let big = BigBroker::new(sizes);
     for live in &mut lives {
@@ -588,7 +610,7 @@ pub fn line(s: &Summary) -> String {
 /// Waits (bounded) for the machine to calm down before a measured phase: other users' work,
 /// and our own idle servers too (a peer still working off an earlier phase's backlog, brokers'
 /// keep-alive registrations catching up).
-async fn gate(sizes: &Sizes, _server_pids: &[u32], say: &dyn Fn(&str)) {
+pub(crate) async fn gate(sizes: &Sizes, _server_pids: &[u32], say: &dyn Fn(&str)) {
     if sizes.quiet_wait_s > 0 {
         cpu::wait_quiet(sizes.quiet_cores, Duration::from_secs(sizes.quiet_wait_s), &[], say).await;
     }

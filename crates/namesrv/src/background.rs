@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tracing::info;
 
+use crate::events::{EventKind, NewEvent};
+use crate::metrics::RemovalReason;
 use crate::shutdown::ShutdownTrigger;
 use crate::state::State;
 
@@ -52,7 +54,7 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
                     if let Some(fence) = request.fence {
                         state.close_connection(fence.conn());
                     }
-                    state.submit_unregister(request);
+                    state.submit_unregister(request, RemovalReason::HeartbeatTimeout);
                 }
                 // Route bodies no topic uses any more (their topics changed or left).
                 state.routes.prune_route_bodies();
@@ -69,14 +71,34 @@ async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutd
         return;
     };
     let mut batch = Vec::new();
+    let mut requests = Vec::new();
     loop {
         tokio::select! {
             n = rx.recv_many(&mut batch, 4096) => {
                 if n == 0 {
                     break;
                 }
-                state.routes.apply_unregisters(&batch);
+                requests.extend(batch.iter().map(|(request, _)| request.clone()));
+                let outcome = state.routes.apply_unregisters(&requests);
+                for index in outcome.live_removed {
+                    let (request, reason) = &batch[index];
+                    state.metrics.brokers_removed(*reason, 1);
+                    state.broker_versions.remove(&request.cluster_name, &request.broker_addr);
+                    let kind = match reason {
+                        RemovalReason::HeartbeatTimeout => EventKind::BrokerExpired,
+                        _ => EventKind::BrokerUnregistered,
+                    };
+                    state.event(
+                        NewEvent::new(kind, format!("reason {}", reason.label())).broker(
+                            &request.cluster_name,
+                            &request.broker_name,
+                            &request.broker_addr,
+                            request.broker_id,
+                        ),
+                    );
+                }
                 batch.clear();
+                requests.clear();
             }
             _ = shutdown.recv() => break,
         }

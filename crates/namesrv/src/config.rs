@@ -72,7 +72,9 @@ conf::config_struct! {
     enable_topic_list: bool = "enableTopicList", true;
     /// `notifyMinBrokerIdChanged` (dynamic): send NOTIFY_MIN_BROKER_ID_CHANGE.
     notify_min_broker_id_changed: bool = "notifyMinBrokerIdChanged", false;
-    /// `enableControllerInNamesrv`: embedded controller (not supported).
+    /// `enableControllerInNamesrv`: also run a RocketMQ 5 controller node in this process, on
+    /// its own port (its entry in `controllerDLegerPeers`; the controller keys are read from
+    /// the same file, see the controller's key reference). Default false. Read at start.
     enable_controller_in_namesrv: bool = "enableControllerInNamesrv", false;
     /// `needWaitForService` (dynamic): refuse route queries during warm-up.
     need_wait_for_service: bool = "needWaitForService", false;
@@ -144,6 +146,29 @@ conf::config_struct! {
     /// `tls.config.file`: raw text (Java default `/etc/rocketmq/tls.properties`).
     tls_config_file: Option<String> = "tls.config.file", None;
 
+    // ---- The operations surface (ours; Java has none) ----
+    /// `httpListenPort`: TCP port of the HTTP listener (metrics at `/metrics`, probes at
+    /// `/healthz` and `/readyz`, the JSON API under `/api/v1/`, the dashboard at `/`, the
+    /// address server at `/rocketmq/nsaddr`). Default 8080, the port the Java client's
+    /// address-server lookup uses when `rocketmq.namesrv.domain` has none; `0` disables the
+    /// listener. A port already taken stops start-up. Read once at start.
+    http_listen_port: i32 = "httpListenPort", 8080;
+    /// `httpBindAddress`: address the HTTP listener binds (hostname, IPv4 or IPv6). Unset (the
+    /// default): the same as `bindAddress`. Read once at start.
+    http_bind_address: Option<String> = "httpBindAddress", None;
+    /// `metricsEnable`: record per-request metrics and serve `/metrics` (default `true`). With
+    /// `false` the connection path reads no clock and counts nothing per request, and
+    /// `/metrics` answers 404; the probes, API, dashboard and address server still work. Read
+    /// once at start.
+    metrics_enable: bool = "metricsEnable", true;
+    /// `httpNamesrvAddr`: the nameserver list the address server answers at
+    /// `GET /rocketmq/nsaddr` (and `/rocketmq/<any subgroup>`), `;`-separated `host:port` as in
+    /// a client's `namesrvAddr`; the Java client fetches it when started with
+    /// `-Drocketmq.namesrv.domain=<this host>:<httpListenPort>`. Unset (the default): this
+    /// server's own remoting address (`bindAddress`, or the address the HTTP request came in on
+    /// when that is a wildcard, and the remoting port). Dynamic: an update applies at once.
+    http_namesrv_addr: Option<String> = "httpNamesrvAddr", None;
+
     // ---- Access control (no Java counterpart: the Java NameServer checks nothing). Unset
     // (so absent from 319, like Java's output) unless the `-c` file sets them. ----
     /// `authenticationEnabled`: check who sends each request (RocketMQ request signatures,
@@ -167,6 +192,7 @@ conf::config_struct! {
 /// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
 const INT_RANGES: &[(&str, i64, i64)] = &[
     ("listenPort", 0, 65535),
+    ("httpListenPort", 0, 65535),
     ("clientRequestThreadPoolNums", 1, i32::MAX as i64),
     ("defaultThreadPoolNums", 1, i32::MAX as i64),
     ("clientRequestThreadPoolQueueCapacity", 1, i32::MAX as i64),

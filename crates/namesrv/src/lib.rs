@@ -1,20 +1,27 @@
 //! A wire-compatible Apache RocketMQ NameServer.
 //!
-//! `run(listener, config, shutdown)` serves the RocketMQ remoting protocol on a bound listener
-//! until `shutdown` completes; the `mqnamesrv` binary is a thin wrapper around it.
+//! `run(listeners, config, shutdown)` serves the RocketMQ remoting protocol on a bound listener
+//! (and the HTTP operations surface on a second one, if given) until `shutdown` completes; the
+//! `mqnamesrv` binary is a thin wrapper around it (`listen::bind`, then `server::serve`).
 pub mod auth;
 mod background;
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod dispatch;
+pub mod events;
 pub mod handler;
+pub mod http;
 pub mod kv;
 pub mod lane;
+pub mod listen;
+pub mod metrics;
 pub mod route;
 pub mod server;
 pub mod shutdown;
 pub mod state;
 pub mod transport;
+pub mod versions;
 
 pub(crate) use conf::persist;
 pub use conf::properties;
@@ -23,9 +30,8 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
-
 pub use config::{Config, SharedConfig};
+pub use listen::Listeners;
 pub use state::State;
 
 /// Why the server could not start.
@@ -80,14 +86,18 @@ fn read_properties(path: &Path) -> std::collections::BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Serves the nameserver on `listener` with `config` until `shutdown` completes; then stops
+/// Serves the nameserver on `listeners` with `config` until `shutdown` completes; then stops
 /// accepting, answers what connections already sent, stops background tasks and returns.
+///
+/// A plain `TcpListener` serves remoting only; [`Listeners`] with `http: Some(..)` also serves
+/// the HTTP operations surface on that listener. The `httpListenPort` key is used only by
+/// [`listen::bind`] (the binary): a test passing its own listeners never opens port 8080.
 pub async fn run(
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     config: Config,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
     let state = build_state(config)?;
-    server::serve(listener, state, shutdown).await;
+    server::serve(listeners, state, shutdown).await;
     Ok(())
 }

@@ -1,9 +1,7 @@
 //! `mqnamesrv`: parse the command line, set up logging, bind, and run the nameserver.
 
-use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use namesrv::cli::{parse_cli, CliAction};
 use namesrv::Config;
 use tracing_subscriber::EnvFilter;
@@ -25,7 +23,8 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -49,28 +48,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// The listen address from `bindAddress` (IPv4, IPv6 with or without brackets, or a host name)
-/// and `listenPort`.
-async fn listen_addr(config: &Config) -> anyhow::Result<SocketAddr> {
-    let host = config.bind_address.trim().trim_start_matches('[').trim_end_matches(']');
-    let port = u16::try_from(config.listen_port).context("listenPort out of range")?;
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
-    }
-    tokio::net::lookup_host((host, port))
-        .await
-        .with_context(|| format!("bindAddress {host} does not resolve"))?
-        .next()
-        .with_context(|| format!("bindAddress {host} has no address"))
-}
-
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let addr = listen_addr(&config).await?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr()?;
+    let listeners = namesrv::listen::bind(&config).await?;
+    let local = listeners.remoting.local_addr()?;
+    let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
     let serialize_type = config.effective_serialize_type();
+    let embedded = namesrv::controller::controller_config(&config)?;
     let state = namesrv::build_state(config)?;
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
@@ -79,7 +62,23 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             remoting::SerializeType::RocketMq => "ROCKETMQ",
         }
     );
-    namesrv::server::serve(listener, state, shutdown_signal()).await;
+    match http {
+        Some(addr) => println!("HTTP (metrics, probes, API, dashboard) on http://{addr}/"),
+        None => println!("HTTP listener disabled (httpListenPort=0)"),
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let controller =
+        embedded.map(|c| namesrv::controller::spawn(c, None, stop.clone().cancelled_owned()));
+    let signal = stop.clone();
+    namesrv::server::serve(listeners, state, async move {
+        shutdown_signal().await;
+        signal.cancel();
+    })
+    .await;
+    stop.cancel();
+    if let Some(task) = controller {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+    }
     Ok(())
 }
 

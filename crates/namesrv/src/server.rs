@@ -15,25 +15,46 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use remoting::frame::{FrameError, RemotingCodec};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
 use crate::dispatch;
+use crate::listen::Listeners;
+use crate::metrics::RequestResult;
 use crate::shutdown::{self, Shutdown};
-use crate::state::{ConnCtx, State};
+use crate::state::{ConnCtx, Readiness, State};
+use crate::transport::Counted;
 
 /// How long connections may take to drain after shutdown before they are dropped.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-/// Serves `listener` with `state` until `shutdown` completes, then stops accepting, lets every
-/// connection answer what it has already received, stops the background tasks and returns.
-pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Future<Output = ()>) {
+/// Serves the remoting listener (and the HTTP listener, if any) with `state` until `shutdown`
+/// completes, then: `/readyz` turns 503, the server stops accepting (after the graceful window,
+/// if configured), lets every connection answer what it has already received, stops the
+/// background tasks, and only then stops the HTTP listener (so `/healthz` answers to the end).
+pub async fn serve(
+    listeners: impl Into<Listeners>,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let Listeners { remoting: listener, http } = listeners.into();
+    if let Ok(addr) = listener.local_addr() {
+        state.set_remoting_addr(addr);
+    }
+    let (http_trigger, mut http_shutdown) = shutdown::channel();
+    let http_task =
+        http.map(|http| {
+            tokio::spawn(crate::http::serve(http, state.clone(), async move {
+                http_shutdown.recv().await
+            }))
+        });
     let (trigger, conn_shutdown) = shutdown::channel();
     let background = crate::background::spawn_all(&state, &trigger);
     let mut conns = JoinSet::new();
+    state.set_readiness(Readiness::Ready);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -53,6 +74,7 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
             _ = &mut shutdown => break,
         }
     }
+    state.set_readiness(Readiness::Draining);
     info!("shutdown requested: no longer accepting connections");
     let grace = state.graceful_shutdown_window();
     if let Some(window) = grace {
@@ -91,6 +113,11 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
     }
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
+    state.events.close();
+    http_trigger.trigger();
+    if let Some(task) = http_task {
+        let _ = task.await;
+    }
     info!("nameserver stopped");
 }
 
@@ -101,14 +128,23 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
     let (id, close) = state.open_connection();
     match state.negotiate(tcp, peer).await {
         Ok(negotiated) => {
+            let metrics = &state.metrics;
+            let labels = metrics.connection_opened(negotiated.tls, negotiated.proxied);
             let ctx = ConnCtx {
                 certificate_cn: negotiated.certificate_cn.map(Arc::from),
                 ..ConnCtx::new(id, negotiated.peer, close)
             };
-            let stream = crate::transport::Fair::new(negotiated.stream);
+            let counters = metrics
+                .enabled()
+                .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
+            let stream = crate::transport::Fair::new(Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
+            state.metrics.connection_closed(&labels);
         }
-        Err(e) => debug!(%peer, error = %e, "connection refused during negotiation"),
+        Err(e) => {
+            state.metrics.connections_refused.get_or_create(&[("reason", e.reason())]).inc();
+            debug!(%peer, error = %e, "connection refused during negotiation");
+        }
     }
     state.connection_closed(id);
 }
@@ -135,10 +171,15 @@ pub async fn serve_connection<S>(
     tokio::pin!(idle_timer);
     let mut draining = shutdown.is_shutdown();
     let mut large_frames = LargeFrames::default();
+    // Request timing (metricsEnable): a request's time starts where the previous answer of
+    // the batch ended (one clock read per request), or when it is taken up after a wait.
+    let timing = state.metrics.enabled();
+    let mut mark: Option<std::time::Instant> = None;
     loop {
         let next = match framed.next().now_or_never() {
             Some(item) => item,
             None => {
+                mark = None;
                 if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
                     debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                     break;
@@ -163,14 +204,16 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
+                let started = timing.then(|| mark.unwrap_or_else(std::time::Instant::now));
+                let (code, counted) = (request.code, !request.is_response());
                 if framed.read_buffer().capacity() - framed.read_buffer().len() < READ_ROOM / 2 {
                     // Room for the next batch in one read (tokio-util reserves a single byte,
                     // so reads into the tail of a nearly full buffer came in small pieces).
                     framed.read_buffer_mut().reserve(READ_ROOM);
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
-                let response = if request.code == ROUTE_CODE {
-                    // Admitted first (access control), then answered in place when it can be.
+                // `None`: answered in place (GET_ROUTEINFO_BY_TOPIC, after access control).
+                let answer = if request.code == ROUTE_CODE {
                     match dispatch::admit(state, ctx, &request) {
                         Ok(who) => {
                             if crate::handler::route::write_route(
@@ -180,30 +223,41 @@ pub async fn serve_connection<S>(
                             ) {
                                 None
                             } else {
-                                dispatch::dispatch_admitted(state, ctx, request, who).await
+                                Some(dispatch::dispatch_admitted(state, ctx, request, who).await)
                             }
                         }
-                        Err(refused) => dispatch::finish(state, &request, refused),
+                        Err(refused) => Some(dispatch::finish(state, &request, refused)),
                     }
                 } else {
-                    dispatch::dispatch(state, ctx, request).await
+                    Some(dispatch::dispatch(state, ctx, request).await)
                 };
-                match response {
-                    Some(response) => {
+                let result = match answer {
+                    None => {
+                        // Flush mid-batch like `feed` would past the boundary.
+                        if framed.write_buffer().len() >= WRITE_BATCH {
+                            if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
+                                debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                                break;
+                            }
+                        }
+                        RequestResult::Answered(SUCCESS)
+                    }
+                    Some(Some(response)) => {
+                        let code = response.code;
                         if let Err(e) = framed.feed(response).await {
                             debug!(peer = %ctx.peer, error = %e, "write failed; closing");
                             break;
                         }
+                        RequestResult::Answered(code)
                     }
-                    // Answered in place (or oneway); flush mid-batch like `feed` would past
-                    // the boundary.
-                    None if framed.write_buffer().len() >= WRITE_BATCH => {
-                        if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
-                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                            break;
-                        }
+                    Some(None) => RequestResult::Oneway,
+                };
+                if let Some(started) = started {
+                    if counted {
+                        let now = std::time::Instant::now();
+                        state.metrics.requests.record(code, result, now - started);
+                        mark = Some(now);
                     }
-                    None => {}
                 }
                 if large && large_frames.handled(Instant::now()) {
                     shrink_read_buffer(framed.read_buffer_mut());
@@ -216,6 +270,8 @@ pub async fn serve_connection<S>(
 
 /// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
 const ROUTE_CODE: i32 = remoting::RequestCode::GetRouteinfoByTopic.to_i32();
+
+const SUCCESS: i32 = remoting::ResponseCode::Success.to_i32();
 
 /// See `set_backpressure_boundary` in [`serve_connection`].
 const WRITE_BATCH: usize = 64 * 1024;

@@ -1,8 +1,9 @@
-//! The server's shared state: config, route tables, KV store, the unregistration queue and the
-//! TLS context. One `Arc<State>` is shared by every connection and background task.
+//! The server's shared state: config, route tables, KV store, the unregistration queue, the TLS
+//! context, the metrics and the readiness. One `Arc<State>` is shared by every connection,
+//! background task and HTTP request.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,6 +14,7 @@ use tracing::{debug, warn};
 
 use crate::config::SharedConfig;
 use crate::kv::KvStore;
+use crate::metrics::{Metrics, RemovalReason};
 use crate::route::{ConnId, Routes, UnregisterRequest};
 use crate::transport::{self, TlsContext, TransportError};
 
@@ -40,16 +42,48 @@ impl ConnCtx {
     }
 }
 
+/// An unregistration waiting for the batch task, with why it was asked for.
+pub type QueuedUnregister = (UnregisterRequest, RemovalReason);
+
+/// Where the server is in its life, as `/readyz` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Readiness {
+    /// The state is built (KV store loaded) but the remoting listener is not served yet.
+    Starting = 0,
+    /// Accepting and serving remoting connections.
+    Ready = 1,
+    /// A shutdown has begun (graceful window, drain): load balancers should stop sending.
+    Draining = 2,
+}
+
+impl Readiness {
+    /// True only for [`Readiness::Ready`].
+    pub fn is_ready(self) -> bool {
+        self == Self::Ready
+    }
+}
+
 /// Everything the handlers and background tasks share.
 pub struct State {
     pub config: Arc<SharedConfig>,
     pub routes: Routes,
     pub kv: Arc<KvStore>,
     pub tls: Arc<TlsContext>,
+    /// Every Prometheus metric (see `metrics.rs`).
+    pub metrics: Metrics,
+    /// Recent changes, for the API and its live stream (see `events.rs`).
+    pub events: crate::events::Events,
+    /// The version each live broker registered with.
+    pub broker_versions: crate::versions::BrokerVersions,
+    /// The remoting listener's address, once serving (the address server's default answer).
+    remoting_addr: std::sync::OnceLock<SocketAddr>,
+    /// A [`Readiness`] as a byte.
+    readiness: AtomicU8,
     /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
     pub auth: Option<Arc<crate::auth::Auth>>,
-    unregister_tx: mpsc::Sender<UnregisterRequest>,
-    unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<UnregisterRequest>>>,
+    unregister_tx: mpsc::Sender<QueuedUnregister>,
+    unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     started: tokio::time::Instant,
     /// Wall-clock milliseconds at `started`, so `now_ms` reads like Java's clock but never jumps.
     started_wall_ms: u64,
@@ -76,6 +110,11 @@ impl State {
             routes: Routes::new(),
             kv: Arc::new(kv),
             tls: Arc::new(tls),
+            metrics: Metrics::new(snapshot.metrics_enable),
+            events: crate::events::Events::default(),
+            broker_versions: crate::versions::BrokerVersions::default(),
+            remoting_addr: std::sync::OnceLock::new(),
+            readiness: AtomicU8::new(Readiness::Starting as u8),
             auth: None,
             unregister_tx,
             unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
@@ -139,6 +178,38 @@ impl State {
         self.shutting_down.store(true, Ordering::Relaxed);
     }
 
+    /// Whether the server is starting, serving or draining (`/readyz`).
+    pub fn readiness(&self) -> Readiness {
+        match self.readiness.load(Ordering::Relaxed) {
+            1 => Readiness::Ready,
+            2 => Readiness::Draining,
+            _ => Readiness::Starting,
+        }
+    }
+
+    pub(crate) fn set_readiness(&self, readiness: Readiness) {
+        self.readiness.store(readiness as u8, Ordering::Relaxed);
+    }
+
+    /// Records an event at the current liveness-clock time.
+    pub fn event(&self, event: crate::events::NewEvent) {
+        self.events.record(event, self.now_ms());
+    }
+
+    /// The remoting listener's address (set when serving starts).
+    pub fn remoting_addr(&self) -> Option<SocketAddr> {
+        self.remoting_addr.get().copied()
+    }
+
+    pub(crate) fn set_remoting_addr(&self, addr: SocketAddr) {
+        let _ = self.remoting_addr.set(addr);
+    }
+
+    /// Unregistrations queued and not yet applied.
+    pub fn unregister_queue_len(&self) -> usize {
+        self.unregister_tx.max_capacity() - self.unregister_tx.capacity()
+    }
+
     /// `serverChannelMaxIdleTimeSeconds` as a duration (at least one second).
     pub fn idle_timeout(&self) -> Duration {
         let secs = self.config.load().server_channel_max_idle_time_seconds;
@@ -155,10 +226,10 @@ impl State {
 
     /// Queues an unregistration for the batch task. `false` when the queue is full.
     /// Java: `RouteInfoManager#submitUnRegisterBrokerRequest`
-    pub fn submit_unregister(&self, request: UnregisterRequest) -> bool {
-        match self.unregister_tx.try_send(request) {
+    pub fn submit_unregister(&self, request: UnregisterRequest, reason: RemovalReason) -> bool {
+        match self.unregister_tx.try_send((request, reason)) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(r)) => {
+            Err(mpsc::error::TrySendError::Full((r, _))) => {
                 warn!(broker = %r.broker_addr, "unregistration queue full");
                 false
             }
@@ -167,7 +238,7 @@ impl State {
     }
 
     /// The receiving end of the unregistration queue, taken once by the batch task.
-    pub(crate) fn take_unregister_rx(&self) -> Option<mpsc::Receiver<UnregisterRequest>> {
+    pub(crate) fn take_unregister_rx(&self) -> Option<mpsc::Receiver<QueuedUnregister>> {
         self.unregister_rx.lock().map_or(None, |mut rx| rx.take())
     }
 
@@ -178,7 +249,7 @@ impl State {
         self.conns.lock().remove(&id);
         for request in self.routes.on_connection_closed(id) {
             debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
-            self.submit_unregister(request);
+            self.submit_unregister(request, RemovalReason::ConnectionClosed);
         }
     }
 

@@ -111,7 +111,7 @@ fn write_config(dir: &Path, extra: &str) -> PathBuf {
     let path = dir.join("namesrv.properties");
     let kv = dir.join("kvConfig.json");
     let text = format!(
-        "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={}\n{extra}",
+        "listenPort=0\nbindAddress=127.0.0.1\nhttpListenPort=0\nkvConfigPath={}\n{extra}",
         kv.to_string_lossy()
     );
     std::fs::write(&path, text).expect("write config");
@@ -227,6 +227,23 @@ async fn print_config_item_prints_listen_port_and_exits_zero() {
     assert!(stdout.lines().any(|l| l == "enableTopicList=true"), "{stdout}");
 }
 
+/// Runs the binary with `-c config`, expects it to exit non-zero in time; its stderr.
+async fn failed_start(config: &Path) -> String {
+    let output = tokio::time::timeout(
+        PROCESS_TIMEOUT,
+        Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+            .arg("-c")
+            .arg(config)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("exits in time")
+    .expect("run mqnamesrv");
+    assert!(!output.status.success(), "{}: {:?}", config.display(), output.status);
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[tokio::test]
 async fn bad_value_in_config_file_exits_non_zero_naming_the_key() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -237,19 +254,7 @@ async fn bad_value_in_config_file_exits_non_zero_naming_the_key() {
     ] {
         let path = dir.path().join("bad.properties");
         std::fs::write(&path, text).expect("write config");
-        let output = tokio::time::timeout(
-            PROCESS_TIMEOUT,
-            Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
-                .arg("-c")
-                .arg(&path)
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("exits in time")
-        .expect("run mqnamesrv");
-        assert!(!output.status.success(), "{text:?}: {:?}", output.status);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = failed_start(&path).await;
         assert!(stderr.contains(key), "{text:?}: stderr names {key}: {stderr}");
     }
 }
@@ -292,4 +297,59 @@ async fn acknowledged_kv_puts_survive_sigkill_and_restart() {
     }
     send_signal(&ns.child, "TERM");
     assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+}
+
+/// The TCP ports process `pid` listens on (Linux `/proc`).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fd dir")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|target| {
+            let t = target.to_string_lossy().into_owned();
+            t.strip_prefix("socket:[").and_then(|s| s.strip_suffix(']')).map(str::to_owned)
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() > 9 && cols[3] == "0A" && inodes.iter().any(|i| i == cols[9]) {
+                let port = cols[1].rsplit(':').next().expect("port");
+                ports.push(u16::from_str_radix(port, 16).expect("hex port"));
+            }
+        }
+    }
+    ports
+}
+
+#[tokio::test]
+async fn http_listen_port_zero_opens_no_http_listener() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let mut ns = spawn_namesrv(&config).await;
+    let pid = ns.child.id().expect("running");
+    assert_eq!(listening_ports(pid), vec![ns.addr.port()], "the remoting port only");
+    send_signal(&ns.child, "TERM");
+    assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn a_taken_http_port_stops_start_up_naming_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let config = dir.path().join("namesrv.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "listenPort=0\nbindAddress=127.0.0.1\nhttpListenPort={port}\nkvConfigPath={}\n",
+            dir.path().join("kv.json").display()
+        ),
+    )
+    .expect("write config");
+    let stderr = failed_start(&config).await;
+    assert!(stderr.contains("httpListenPort"), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    drop(taken);
 }

@@ -20,6 +20,22 @@ macro_rules! int_code {
                 }
             }
 
+            /// Every known code, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant,)*];
+
+            /// The Rust variant name (`GetRouteinfoByTopic`); `None` for `Unknown`.
+            pub const fn variant_name(self) -> Option<&'static str> {
+                match self {
+                    $(Self::$variant => Some(stringify!($variant)),)*
+                    Self::Unknown(_) => None,
+                }
+            }
+
+            /// The Java constant name (`GET_ROUTEINFO_BY_TOPIC`); `None` for `Unknown`.
+            pub fn java_name(self) -> Option<String> {
+                self.variant_name().map(screaming_snake)
+            }
+
             /// The code for a wire value; unknown values become `Unknown(v)`.
             pub const fn from_i32(v: i32) -> Self {
                 match v {
@@ -41,6 +57,19 @@ macro_rules! int_code {
             }
         }
     };
+}
+
+/// `GetRouteinfoByTopic` → `GET_ROUTEINFO_BY_TOPIC` (Java's constant names are the variant
+/// names split at each capital).
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
 }
 
 int_code! {
@@ -207,6 +236,22 @@ pub mod version {
     pub const HIGHER_VERSION: i32 = 612;
     /// The version this server claims in its responses (Java `MQVersion.CURRENT_VERSION`).
     pub const CURRENT: i32 = V5_3_3;
+
+    /// The release an ordinal stands for, for display: `"5.3.3"`, `"4.9.4-SNAPSHOT"`; `None`
+    /// before 4.0.0 (3.x ordinals are irregular) and past 5.9.9. From 4.0.0 on `MQVersion`
+    /// has a SNAPSHOT and a release per patch level, ten patch levels per minor, and 4.9.9 is
+    /// followed by 5.0.0.
+    pub fn name(ordinal: i32) -> Option<String> {
+        let (major, base) = match ordinal {
+            V4_0_0..V5_0_0 => (4, V4_0_0),
+            V5_0_0..HIGHER_VERSION => (5, V5_0_0),
+            _ => return None,
+        };
+        let step = ordinal - base;
+        let level = (step + 1) / 2;
+        let snapshot = if step % 2 == 1 { "-SNAPSHOT" } else { "" };
+        Some(format!("{major}.{}.{}{snapshot}", level / 10, level % 10))
+    }
 }
 
 #[cfg(test)]
@@ -233,5 +278,38 @@ mod tests {
         assert_eq!(LanguageCode::from_name("java"), Some(LanguageCode::Java));
         assert_eq!(LanguageCode::from_u8(200), LanguageCode::Unknown(200));
         assert_eq!(LanguageCode::Unknown(200).to_u8(), 200);
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn java_names_are_the_variant_names_in_screaming_snake_case() {
+        assert_eq!(
+            RequestCode::GetRouteinfoByTopic.java_name().as_deref(),
+            Some("GET_ROUTEINFO_BY_TOPIC")
+        );
+        assert_eq!(
+            RequestCode::GetHasUnitSubUnunitTopicList.java_name().as_deref(),
+            Some("GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST")
+        );
+        assert_eq!(ResponseCode::TopicNotExist.java_name().as_deref(), Some("TOPIC_NOT_EXIST"));
+        assert_eq!(RequestCode::Unknown(7).java_name(), None);
+        assert!(RequestCode::ALL.iter().all(|c| RequestCode::from_i32(c.to_i32()) == *c));
+    }
+
+    #[test]
+    fn version_ordinals_name_their_release() {
+        use version::*;
+        assert_eq!(name(V5_3_3).as_deref(), Some("5.3.3"));
+        assert_eq!(name(V4_9_3).as_deref(), Some("4.9.3"));
+        assert_eq!(name(V4_9_4).as_deref(), Some("4.9.4"));
+        assert_eq!(name(V4_9_4 - 1).as_deref(), Some("4.9.4-SNAPSHOT"));
+        assert_eq!(name(V4_5_2).as_deref(), Some("4.5.2"));
+        assert_eq!(name(V5_4_0).as_deref(), Some("5.4.0"));
+        assert_eq!(name(V5_0_0).as_deref(), Some("5.0.0"));
+        assert_eq!(name(V3_4_9), None);
     }
 }

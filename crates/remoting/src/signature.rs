@@ -33,24 +33,24 @@ pub const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
 /// Length of a Base64 HmacSHA1 signature (20 bytes → 28 characters).
 const SIGNATURE_LEN: usize = 28;
 
-/// A secret key ready to sign with (the HMAC pads are hashed once, here). Its `Debug` never
-/// shows the secret.
+/// A secret key ready to sign with (the HMAC pads are hashed once, here; boxed, so credentials
+/// stay small in the structs that carry them). Its `Debug` never shows the secret.
 #[derive(Clone)]
-pub struct SigningKey(Hmac<Sha1>);
+pub struct SigningKey(Box<Hmac<Sha1>>);
 
 impl SigningKey {
     /// The key for `secret` (its UTF-8 bytes, as Java's `secretKey.getBytes(UTF_8)`).
     pub fn new(secret: &str) -> Self {
         // HMAC takes a key of any length.
         match Hmac::new_from_slice(secret.as_bytes()) {
-            Ok(mac) => SigningKey(mac),
+            Ok(mac) => SigningKey(Box::new(mac)),
             Err(_) => unreachable!("HMAC accepts a key of any length"),
         }
     }
 
     /// A fresh MAC state keyed with this secret.
     fn mac(&self) -> Hmac<Sha1> {
-        self.0.clone()
+        Hmac::clone(&self.0)
     }
 }
 

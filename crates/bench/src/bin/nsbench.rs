@@ -89,6 +89,9 @@ struct SizeFlags {
     s6_starts: Option<usize>,
     #[arg(long)]
     rounds: Option<usize>,
+    /// Paired S1 rounds of ours with metrics on and off (0: skip).
+    #[arg(long)]
+    metrics_rounds: Option<usize>,
     #[arg(long)]
     seed: Option<u64>,
     /// S1/S2 readers: `raw` (lean pipelined reader) or `client` (our full client).
@@ -113,7 +116,7 @@ impl SizeFlags {
             conns => conns, depth => depth, warmup_ms => warmup_ms, prewarm_ms => prewarm_ms, measure_ms => measure_ms, churn_ms => churn_ms,
             big_topics => big_topics, big_registrations => big_registrations, s3_conns => s3_conns, s3_rate => s3_rate,
             s5_clients => s5_clients, s5_readers => s5_readers, s5_measure_ms => s5_measure_ms, s6_starts => s6_starts,
-            rounds => rounds, seed => seed, quiet_cores => quiet_cores, quiet_wait_s => quiet_wait_s,
+            rounds => rounds, metrics_rounds => metrics_rounds, seed => seed, quiet_cores => quiet_cores, quiet_wait_s => quiet_wait_s,
         );
         if let Some(r) = &self.reader {
             s.reader = r.clone();
@@ -237,6 +240,7 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
                 java_lib: None,
                 jvm_opts: vec![],
                 ceiling_body: None,
+                extra_config: Vec::new(),
             },
             Kind::Java => Spec {
                 kind,
@@ -244,6 +248,7 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
                 java_lib: Some(need(&a.java_lib, "java-lib")?),
                 jvm_opts: a.jvm_opts.split_whitespace().map(str::to_owned).collect(),
                 ceiling_body: None,
+                extra_config: Vec::new(),
             },
             Kind::RocketmqRust => Spec {
                 kind,
@@ -251,6 +256,7 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
                 java_lib: None,
                 jvm_opts: vec![],
                 ceiling_body: None,
+                extra_config: Vec::new(),
             },
             Kind::Ceiling => Spec {
                 kind,
@@ -258,6 +264,7 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
                 java_lib: None,
                 jvm_opts: vec![],
                 ceiling_body: None,
+                extra_config: Vec::new(),
             },
         });
     }

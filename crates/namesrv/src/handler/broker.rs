@@ -22,7 +22,9 @@ use xxhash_rust::xxh3::Xxh3;
 use super::{success, success_json};
 use crate::config::Config;
 use crate::dispatch::{HandlerError, HandlerResult};
+use crate::events::{EventKind, NewEvent};
 use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::metrics::{RegistrationOutcome, RemovalReason};
 use crate::route::{
     RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest, VersionFrame,
 };
@@ -94,7 +96,26 @@ pub async fn register(
         .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
 }
 
+/// [`register_counted`], counted in `registrations_total` and `registration_apply_seconds`.
 fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+    let started = std::time::Instant::now();
+    let (result, outcome) = register_counted(state, conn, request);
+    if matches!(outcome, RegistrationOutcome::Applied | RegistrationOutcome::Unchanged) {
+        if let (Some(cluster), Some(addr)) = (request.ext("clusterName"), request.ext("brokerAddr"))
+        {
+            state.broker_versions.set(cluster, addr, request.version);
+        }
+    }
+    state.metrics.registration(outcome);
+    state.metrics.registration_apply.observe(started.elapsed());
+    result
+}
+
+fn register_counted(
+    state: &State,
+    conn: &ConnCtx,
+    request: &RemotingCommand,
+) -> (HandlerResult, RegistrationOutcome) {
     let header: RegisterBrokerRequestHeader = request.decode_header();
     let config = state.config.load();
     let delete_topics = config.delete_topic_with_broker_registration;
@@ -134,7 +155,7 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         };
         if actual != crc {
             warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-            return Ok(register_failed("crc32 not match"));
+            return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
         }
     }
     // Digested around the DataVersion when there is a frame (a later body that differs only
@@ -157,17 +178,36 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         };
         if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms()) {
             debug!(broker = %broker_addr, new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
-            return Ok(register_response(state, &config, outcome));
+            return (
+                Ok(register_response(state, &config, outcome)),
+                RegistrationOutcome::Unchanged,
+            );
         }
     }
-    let body = register_body(request, compressed)?;
+    let body = match register_body(request, compressed) {
+        Ok(body) => body,
+        Err(e) => return (Err(e), RegistrationOutcome::Refused),
+    };
     let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
     else {
-        return Err(HandlerError::System(
-            "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
-        ));
+        return (
+            Err(HandlerError::System(
+                "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
+            )),
+            RegistrationOutcome::Refused,
+        );
     };
+    let was_live = state.routes.snapshot().last_heartbeat(&cluster, &broker_addr).is_some();
+    let event = NewEvent::new(
+        if was_live { EventKind::BrokerReregistered } else { EventKind::BrokerRegistered },
+        format!(
+            "{} topics, data version {}",
+            body.topic_config_serialize_wrapper.topic_config_table.len(),
+            body.topic_config_serialize_wrapper.data_version.counter
+        ),
+    )
+    .broker(&cluster, &broker_name, &broker_addr, Some(broker_id));
     let registration = RegisterBroker {
         cluster,
         broker_addr,
@@ -184,10 +224,13 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
         version_frame,
     };
     match state.routes.register_broker(registration, state.now_ms(), delete_topics) {
-        Ok(outcome) => Ok(register_response(state, &config, outcome)),
+        Ok(outcome) => {
+            state.event(event);
+            (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
+        }
         Err(e) => {
             info!(error = %e, "register broker failed");
-            Ok(register_failed("register broker failed"))
+            (Ok(register_failed("register broker failed")), RegistrationOutcome::Refused)
         }
     }
 }
@@ -300,13 +343,16 @@ pub fn unregister(state: &State, request: &RemotingCommand) -> HandlerResult {
         warn!("UNREGISTER_BROKER without cluster, address or name; nothing to do");
         return Ok(success());
     };
-    let queued = state.submit_unregister(UnregisterRequest {
-        cluster_name,
-        broker_addr,
-        broker_name,
-        broker_id: header.broker_id,
-        fence: None,
-    });
+    let queued = state.submit_unregister(
+        UnregisterRequest {
+            cluster_name,
+            broker_addr,
+            broker_name,
+            broker_id: header.broker_id,
+            fence: None,
+        },
+        RemovalReason::Unregistered,
+    );
     if queued {
         Ok(success())
     } else {
@@ -351,6 +397,7 @@ pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResul
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
     let count = header.broker_name.as_deref().map_or(0, |name| state.routes.wipe_write_perm(name));
     info!(broker = ?header.broker_name, count, "wiped write permission");
+    state.event(perm_event(EventKind::WritePermWiped, header.broker_name.as_deref(), count));
     Ok(success()
         .with_header(&WipeWritePermOfBrokerResponseHeader { wipe_topic_count: Some(count) }))
 }
@@ -361,7 +408,15 @@ pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
     let count = header.broker_name.as_deref().map_or(0, |name| state.routes.add_write_perm(name));
     info!(broker = ?header.broker_name, count, "added write permission");
+    state.event(perm_event(EventKind::WritePermAdded, header.broker_name.as_deref(), count));
     Ok(success().with_header(&AddWritePermOfBrokerResponseHeader { add_topic_count: Some(count) }))
+}
+
+/// The event of a write-permission change of broker group `name` touching `count` topics.
+fn perm_event(kind: EventKind, name: Option<&str>, count: i32) -> NewEvent {
+    let mut event = NewEvent::new(kind, format!("{count} topics"));
+    event.broker_name = name.map(str::to_owned);
+    event
 }
 
 /// 901: the addresses of a broker group. Java keeps the placeholder remark on success.

@@ -15,11 +15,20 @@ pub async fn update(state: &State, request: &RemotingCommand) -> HandlerResult {
         return Ok(success());
     };
     let config = std::sync::Arc::clone(&state.config);
+    let keys: Vec<String> = crate::properties::parse_bytes(&body)
+        .map(|entries| entries.into_iter().map(|(k, _)| k).collect())
+        .unwrap_or_default();
     let outcome = tokio::task::spawn_blocking(move || config.apply_update(&body))
         .await
         .map_err(|e| HandlerError::System(format!("config update task failed: {e}")))?;
     match outcome {
-        Ok(()) => Ok(success()),
+        Ok(()) => {
+            state.event(crate::events::NewEvent::new(
+                crate::events::EventKind::ConfigUpdated,
+                format!("keys: {}", keys.join(", ")),
+            ));
+            Ok(success())
+        }
         Err(ConfigUpdateError::NoPermission { .. }) => Ok(RemotingCommand::response(
             ResponseCode::NoPermission,
             Some("Can not update config in black list.".to_owned()),

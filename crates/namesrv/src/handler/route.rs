@@ -40,7 +40,11 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
             }
         })
     } else {
-        state.routes.route_body(topic, form, support_acting_master)
+        let (body, cached) = state.routes.lookup_route_body(topic, form, support_acting_master);
+        if body.is_some() {
+            state.metrics.route_cache_lookup(cached);
+        }
+        body
     };
     match body {
         Some(body) => Ok(success().with_body(body)),
@@ -75,10 +79,11 @@ pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut)
     };
     let accept = request.ext("acceptStandardJsonOnly").and_then(<bool as HeaderValue>::parse);
     let form = route_form(request.version, accept);
-    state.routes.with_route_body(topic, form, config.support_acting_master, |body| {
+    state.routes.with_route_body(topic, form, config.support_acting_master, |body, cached| {
         let Some(body) = body else {
             return false;
         };
+        state.metrics.route_cache_lookup(cached);
         let mut response = success().respond_to(request);
         response.serialize_type = state.serialize_type();
         remoting::frame::encode_with_body(&response, body, out).is_ok()

@@ -33,7 +33,16 @@ pub fn delete_topic(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: DeleteTopicFromNamesrvRequestHeader = request.decode_header();
     if let Some(topic) = header.topic.as_deref() {
         let cluster = header.cluster_name.as_deref().filter(|c| !c.is_empty());
-        state.routes.delete_topic(topic, cluster);
+        if state.routes.contains_topic(topic) {
+            state.routes.delete_topic(topic, cluster);
+            let detail =
+                cluster.map_or_else(|| "all clusters".to_owned(), |c| format!("cluster {c}"));
+            let mut event =
+                crate::events::NewEvent::new(crate::events::EventKind::TopicDeleted, detail)
+                    .topic(topic);
+            event.cluster = cluster.map(str::to_owned);
+            state.event(event);
+        }
     }
     Ok(success())
 }

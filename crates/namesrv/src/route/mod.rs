@@ -10,7 +10,7 @@
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
 //! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cow.rs` (the
 //! sharded copy-on-write map behind the topic table), `cache.rs` (per-topic encoded bodies),
-//! `shared.rs` ([`Routes`]).
+//! `shared.rs` ([`Routes`]), `view.rs` (read-only views for the operations API).
 //!
 //! Deliberate departures from Java (none visible on the wire for a well-behaved broker):
 //! * Unregistrations produced by expiry or connection close are fenced with the generation of the
@@ -35,10 +35,12 @@ mod table;
 #[cfg(test)]
 mod tests;
 mod unregister;
+mod view;
 
 pub use query::{zone_filter, UnitKind};
 pub use shared::{RouteForm, Routes};
 pub use table::RouteTable;
+pub use view::{BrokerRow, LiveRow, TopicFilter, TopicPage};
 
 use remoting::body::{DataVersion, TopicConfigAndMappingSerializeWrapper};
 
@@ -186,6 +188,16 @@ pub struct UnregisterRequest {
     pub broker_id: Option<i64>,
     /// `None` for UNREGISTER_BROKER (applied unconditionally, like Java).
     pub fence: Option<Fence>,
+}
+
+/// What a batch of unregistrations did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnregisterOutcome {
+    /// The NOTIFY_MIN_BROKER_ID_CHANGE messages Java would send.
+    pub notify: Vec<MinBrokerIdChange>,
+    /// Indices (into the batch) of the requests that removed a live broker (not skipped by
+    /// their fence, and the broker was live).
+    pub live_removed: Vec<usize>,
 }
 
 /// The live entry an expiry / connection-close unregistration was decided on. Applying the request

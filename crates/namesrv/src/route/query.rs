@@ -96,37 +96,58 @@ impl RouteTable {
         form: RouteForm,
         support_acting_master: bool,
     ) -> Option<Bytes> {
-        self.with_cached_body(topic, form, support_acting_master, |body| body.cloned())
+        self.lookup_route_body(topic, form, support_acting_master).0
     }
 
-    /// [`RouteTable::route_body`], borrowed: `f` gets the body (`None`: no route).
+    /// [`RouteTable::route_body`], and whether the body came from the cache (`false`: encoded
+    /// for this call, or no route).
+    pub fn lookup_route_body(
+        &self,
+        topic: &str,
+        form: RouteForm,
+        support_acting_master: bool,
+    ) -> (Option<Bytes>, bool) {
+        self.with_cached_body(topic, form, support_acting_master, |body, cached| {
+            (body.cloned(), cached)
+        })
+    }
+
+    /// [`RouteTable::route_body`], borrowed: `f` gets the body (`None`: no route) and whether it
+    /// came from the cache.
     pub fn with_route_body<R>(
         &self,
         topic: &str,
         form: RouteForm,
         support_acting_master: bool,
-        f: impl FnOnce(Option<&[u8]>) -> R,
+        f: impl FnOnce(Option<&[u8]>, bool) -> R,
     ) -> R {
-        self.with_cached_body(topic, form, support_acting_master, |body| f(body.map(|b| &b[..])))
+        self.with_cached_body(topic, form, support_acting_master, |body, cached| {
+            f(body.map(|b| &b[..]), cached)
+        })
     }
 
-    /// The one road to a topic's cached body (see [`RouteTable::route_body`]).
+    /// The one road to a topic's cached body (see [`RouteTable::route_body`]); `f` also learns
+    /// whether the body was cached (no encoding needed).
     fn with_cached_body<R>(
         &self,
         topic: &str,
         form: RouteForm,
         support_acting_master: bool,
-        f: impl FnOnce(Option<&Bytes>) -> R,
+        f: impl FnOnce(Option<&Bytes>, bool) -> R,
     ) -> R {
         let Some(entry) = self.topics.get(topic) else {
-            return f(None);
+            return f(None, false);
         };
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
         debug_assert!(variant < VARIANTS);
+        let encoded = std::cell::Cell::new(false);
         let encode = || {
+            encoded.set(true);
             self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
         };
-        entry.cache.with_body(&self.bodies, self.broker_gen, variant, encode, f)
+        entry.cache.with_body(&self.bodies, self.broker_gen, variant, encode, |body| {
+            f(body, body.is_some() && !encoded.get())
+        })
     }
 
     /// Drops shared route bodies no topic's cache holds any more; the number left.

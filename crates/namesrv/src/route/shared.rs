@@ -37,8 +37,8 @@ use remoting::body::{
 use super::query::UnitKind;
 use super::table::RouteTable;
 use super::{
-    ConnId, MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome,
-    UnchangedRegistration, UnregisterRequest,
+    ConnId, RegisterBroker, RegisterError, RegisterOutcome, UnchangedRegistration,
+    UnregisterOutcome, UnregisterRequest,
 };
 
 /// The JSON form of a GET_ROUTEINFO_BY_TOPIC body.
@@ -150,12 +150,13 @@ impl Routes {
         self.current.load().prune_route_bodies()
     }
 
-    /// Applies a batch from the unregistration queue. See [`RouteTable::unregister_batch`].
-    pub fn apply_unregisters(&self, reqs: &[UnregisterRequest]) -> Vec<MinBrokerIdChange> {
+    /// Applies a batch from the unregistration queue. See
+    /// [`RouteTable::apply_unregister_batch`].
+    pub fn apply_unregisters(&self, reqs: &[UnregisterRequest]) -> UnregisterOutcome {
         if reqs.is_empty() {
-            return Vec::new();
+            return UnregisterOutcome::default();
         }
-        self.write(|t| t.unregister_batch(reqs))
+        self.write(|t| t.apply_unregister_batch(reqs))
     }
 
     /// The encoded GET_ROUTEINFO_BY_TOPIC body (cached). `None` ⇒ TOPIC_NOT_EXIST.
@@ -168,13 +169,24 @@ impl Routes {
         self.current.load().route_body(topic, form, support_acting_master)
     }
 
-    /// [`Routes::route_body`], borrowed from the current snapshot for the length of `f`.
+    /// See [`RouteTable::lookup_route_body`].
+    pub fn lookup_route_body(
+        &self,
+        topic: &str,
+        form: RouteForm,
+        support_acting_master: bool,
+    ) -> (Option<Bytes>, bool) {
+        self.current.load().lookup_route_body(topic, form, support_acting_master)
+    }
+
+    /// [`Routes::route_body`], borrowed from the current snapshot for the length of `f` (which
+    /// also learns whether the body was cached).
     pub fn with_route_body<R>(
         &self,
         topic: &str,
         form: RouteForm,
         support_acting_master: bool,
-        f: impl FnOnce(Option<&[u8]>) -> R,
+        f: impl FnOnce(Option<&[u8]>, bool) -> R,
     ) -> R {
         self.current.load().with_route_body(topic, form, support_acting_master, f)
     }
@@ -199,6 +211,11 @@ impl Routes {
         if self.current.load().topics.contains_key(topic) {
             self.write(|t| t.delete_topic(topic, cluster));
         }
+    }
+
+    /// Whether `topic` has a route (any queue).
+    pub fn contains_topic(&self, topic: &str) -> bool {
+        self.current.load().topics.contains_key(topic)
     }
 
     /// REGISTER_TOPIC_IN_NAMESRV. See [`RouteTable::register_topic`] (its result is only logged).

@@ -297,6 +297,16 @@ impl RouteTable {
         self.live.len()
     }
 
+    /// Live entries per cluster, sorted by cluster (every cluster of the cluster table, with 0
+    /// when none of its brokers is live).
+    pub fn live_by_cluster(&self) -> Vec<(String, usize)> {
+        let mut counts: BTreeMap<&str, usize> = self.clusters.keys().map(|c| (&**c, 0)).collect();
+        for (cluster, _, _) in self.live.iter() {
+            *counts.entry(&**cluster).or_default() += 1;
+        }
+        counts.into_iter().map(|(c, n)| (c.to_owned(), n)).collect()
+    }
+
     pub(super) fn next_generation(&mut self) -> u64 {
         self.last_generation += 1;
         self.last_generation

@@ -8,7 +8,7 @@ use remoting::body::perm;
 use tracing::{debug, info};
 
 use super::table::{RouteTable, TopicEntry};
-use super::{MinBrokerIdChange, UnregisterRequest};
+use super::{MinBrokerIdChange, UnregisterOutcome, UnregisterRequest};
 
 impl RouteTable {
     /// Applies a batch of unregistrations, in order. Per request: a fenced request whose live
@@ -23,11 +23,17 @@ impl RouteTable {
     /// acting master enabled.
     /// Java: `RouteInfoManager#unRegisterBroker`
     pub fn unregister_batch(&mut self, reqs: &[UnregisterRequest]) -> Vec<MinBrokerIdChange> {
+        self.apply_unregister_batch(reqs).notify
+    }
+
+    /// [`RouteTable::unregister_batch`], also telling which requests removed a live broker.
+    pub fn apply_unregister_batch(&mut self, reqs: &[UnregisterRequest]) -> UnregisterOutcome {
+        let mut live_removed = Vec::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
         let mut reduced: BTreeSet<String> = BTreeSet::new();
         let mut notify: BTreeMap<String, String> = BTreeMap::new();
 
-        for req in reqs {
+        for (index, req) in reqs.iter().enumerate() {
             let (cluster, addr) = (req.cluster_name.as_str(), req.broker_addr.as_str());
             if let Some(fence) = req.fence {
                 let current = self.live.get(cluster, addr).map(|live| live.generation);
@@ -42,6 +48,9 @@ impl RouteTable {
             }
             let was_live = self.live.remove(cluster, addr).is_some();
             info!(cluster, broker = addr, was_live, "unregister broker");
+            if was_live {
+                live_removed.push(index);
+            }
             self.remove_filter(cluster, addr);
             if req.fence.is_some_and(|f| f.is_orphan()) {
                 continue; // the address is in no group: the live entry was all there was
@@ -93,7 +102,7 @@ impl RouteTable {
         let gone: BTreeSet<&str> = removed.iter().map(String::as_str).collect();
         self.rewrite_topics(&gone, &wipe, !perm::WRITE);
 
-        notify
+        let notify = notify
             .into_iter()
             .filter_map(|(name, offline)| {
                 let group = self.groups.get(name.as_str())?;
@@ -102,7 +111,8 @@ impl RouteTable {
                 }
                 MinBrokerIdChange::for_group(group, Some(offline), None)
             })
-            .collect()
+            .collect();
+        UnregisterOutcome { notify, live_removed }
     }
 
     /// Removes a topic; with a (non-empty) cluster, only the queues of that cluster's broker

@@ -46,6 +46,7 @@ macro_rules! forward_async_write {
     };
 }
 
+mod counted;
 mod fair;
 pub mod proxy;
 mod reload;
@@ -54,6 +55,7 @@ mod settings;
 mod tls;
 mod unclean;
 
+pub use counted::{ByteCounter, Counted};
 pub use fair::Fair;
 
 use std::io;
@@ -99,11 +101,17 @@ pub struct Negotiated {
     /// The subject CN of the client certificate, when one was presented and verified against
     /// the trust certificates (never when `tls.server.authClient=false` accepts any certificate).
     pub certificate_cn: Option<String>,
+    /// Whether the connection began with a PROXY protocol preface.
+    pub proxied: bool,
 }
 
 impl std::fmt::Debug for Negotiated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Negotiated").field("peer", &self.peer).field("tls", &self.tls).finish()
+        f.debug_struct("Negotiated")
+            .field("peer", &self.peer)
+            .field("tls", &self.tls)
+            .field("proxied", &self.proxied)
+            .finish()
     }
 }
 
@@ -137,6 +145,22 @@ pub enum TransportError {
     Io(#[from] io::Error),
 }
 
+impl TransportError {
+    /// A short name of the reason (the `reason` label of `connections_refused_total`).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Timeout(_) => "timeout",
+            Self::Proxy(_) => "bad_proxy_header",
+            Self::TlsDisabled => "tls_disabled",
+            Self::PlaintextRefused => "plaintext_refused",
+            Self::NoTlsContext => "no_tls_context",
+            Self::Handshake(_) => "tls_handshake",
+            Self::Io(_) => "io",
+        }
+    }
+}
+
 /// Sets up an accepted connection: an optional PROXY v1/v2 preface, then TLS when the first data
 /// byte is `0x16` (refused when the mode is `disabled`), else plaintext (refused when `enforcing`).
 ///
@@ -161,9 +185,11 @@ async fn negotiate_untimed(
 ) -> Result<Negotiated, TransportError> {
     let first = peek_byte(&tcp).await?;
     let mut replay = Bytes::new();
+    let mut proxied = false;
     let first = match proxy::decode(&[first])? {
         proxy::Decoded::NotProxy => first,
         _ => {
+            proxied = true;
             let (header, rest) = read_proxy(&mut tcp).await?;
             if let Some(source) = header.and_then(|h| h.source) {
                 tracing::debug!(tcp_peer = %peer, %source, "PROXY preface");
@@ -194,14 +220,14 @@ async fn negotiate_untimed(
             let cn = verified.then(|| tls::client_cn(tls_stream.get_ref().1)).flatten();
             (Box::pin(UncleanEof::new(tls_stream)), cn)
         };
-        return Ok(Negotiated { stream, peer, tls: true, certificate_cn });
+        return Ok(Negotiated { stream, peer, tls: true, proxied, certificate_cn });
     }
     if tls.mode() == TlsMode::Enforcing {
         return Err(TransportError::PlaintextRefused);
     }
     let stream: BoxedStream =
         if replay.is_empty() { Box::pin(tcp) } else { Box::pin(Rewind::new(replay, tcp)) };
-    Ok(Negotiated { stream, peer, tls: false, certificate_cn: None })
+    Ok(Negotiated { stream, peer, tls: false, proxied, certificate_cn: None })
 }
 
 /// Waits for the first unread byte without consuming it.

@@ -21,6 +21,8 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// A running nameserver with its own temp dir for the KV and config files.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// The HTTP listener's address, when started with [`TestServer::start_with_http`].
+    pub http: Option<SocketAddr>,
     pub dir: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<Result<(), namesrv::RunError>>>,
@@ -38,8 +40,22 @@ impl TestServer {
         Self::start_in(dir, adjust).await
     }
 
+    /// A server with an HTTP listener on 127.0.0.1:0 too.
+    pub async fn start_with_http(adjust: impl FnOnce(&mut Config)) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_full(dir, adjust, true).await
+    }
+
     /// A server using `dir` for its files (to restart on the same KV file).
     pub async fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
+        Self::start_full(dir, adjust, false).await
+    }
+
+    async fn start_full(
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Config),
+        with_http: bool,
+    ) -> Self {
         let mut config = Config {
             kv_config_path: dir.path().join("kvConfig.json").to_string_lossy().into_owned(),
             config_store_path: dir.path().join("namesrv.properties").to_string_lossy().into_owned(),
@@ -48,11 +64,23 @@ impl TestServer {
         adjust(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
+        let http = if with_http {
+            Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind http"))
+        } else {
+            None
+        };
+        let http_addr = http.as_ref().map(|l| l.local_addr().expect("http addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let handle = tokio::spawn(namesrv::run(listener, config, async move {
+        let listeners = namesrv::Listeners { remoting: listener, http };
+        let handle = tokio::spawn(namesrv::run(listeners, config, async move {
             let _ = stopped.await;
         }));
-        Self { addr, dir, stop: Some(stop), handle: Some(handle) }
+        Self { addr, http: http_addr, dir, stop: Some(stop), handle: Some(handle) }
+    }
+
+    /// `GET path` on the HTTP listener.
+    pub async fn get(&self, path: &str) -> HttpResponse {
+        http_get(self.http.expect("started with HTTP"), path, &[]).await
     }
 
     /// A new raw connection.
@@ -445,5 +473,94 @@ impl Conn {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("route of {topic} never became: {what}");
+    }
+}
+
+// ---- HTTP ----
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpResponse {
+    /// The first header of this (lower-case) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+}
+
+/// Sends `method path` as HTTP/1.0 (so the body ends with the connection) with extra headers.
+pub async fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<HttpResponse> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut tcp = TcpStream::connect(addr).await?;
+        let mut text = format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\n");
+        for (name, value) in headers {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str("\r\n");
+        tcp.write_all(text.as_bytes()).await?;
+        let mut raw = Vec::new();
+        tcp.read_to_end(&mut raw).await?;
+        Ok::<_, std::io::Error>(raw)
+    };
+    let raw = tokio::time::timeout(ANSWER_TIMEOUT, exchange)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no HTTP answer"))??;
+    let text = String::from_utf8(raw).expect("UTF-8 HTTP answer");
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP head");
+    let mut lines = head.lines();
+    let status_line = lines.next().expect("status line");
+    let status = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Ok(HttpResponse { status, headers, body: body.to_owned() })
+}
+
+/// `GET path` with extra headers; panics when the server does not answer.
+pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> HttpResponse {
+    http_request(addr, "GET", path, headers).await.unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+/// A parsed Prometheus scrape.
+pub struct Scrape(pub prometheus_parse::Scrape);
+
+impl Scrape {
+    /// Parses the Prometheus text format.
+    pub fn parse(text: &str) -> Self {
+        let lines = text.lines().map(|l| Ok(l.to_owned()));
+        Self(prometheus_parse::Scrape::parse(lines).expect("a valid Prometheus text scrape"))
+    }
+
+    /// The value of `metric` with these labels (others ignored); `None` when absent.
+    pub fn value(&self, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        self.0
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => panic!("{metric} is not a plain value"),
+            })
     }
 }

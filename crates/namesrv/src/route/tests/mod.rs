@@ -7,6 +7,7 @@ mod query;
 mod register;
 mod unchanged;
 mod unregister;
+mod view;
 
 use remoting::body::{
     DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper, TopicRouteData,

@@ -1,0 +1,207 @@
+//! The HTTP listener (axum, on the server's own tokio runtime): Prometheus metrics at
+//! `/metrics`, liveness at `/healthz`, readiness at `/readyz`, the JSON API under `/api/v1/`
+//! (`api.rs`), the address server at `/rocketmq/<subgroup>` (`nsaddr.rs`), the dashboard at
+//! `/` (`dashboard.rs`). Every error is
+//! JSON (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
+//!
+//! Architecture invariant: HTTP handlers only read (`State` snapshots, the metrics, the event
+//! ring); nothing here changes the route tables or the KV store.
+
+mod api;
+mod dashboard;
+mod nsaddr;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::connect_info::Connected;
+use axum::extract::{MatchedPath, Request, State as AxumState};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::IncomingStream;
+use axum::{Json, Router};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use crate::metrics::{Format, StateGauges};
+use crate::state::{Readiness, State};
+
+type Shared = Arc<State>;
+
+/// How long open HTTP connections (a dashboard's event stream, a slow scrape) may take to
+/// finish once the server has stopped.
+const HTTP_DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Serves HTTP on `listener` until `shutdown` completes (the server calls it after the
+/// remoting drain, so `/healthz` answers until the end), then gives open requests
+/// [`HTTP_DRAIN_LIMIT`] to finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
+    }
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let service = router(state).into_make_service_with_connect_info::<HttpPeer>();
+    let server = axum::serve(listener, service).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopped_tx.send(());
+    });
+    let server = std::pin::pin!(std::future::IntoFuture::into_future(server));
+    tokio::select! {
+        result = server => {
+            if let Err(e) = result {
+                warn!(error = %e, "HTTP listener failed");
+            }
+        }
+        () = async {
+            let _ = stopped_rx.await;
+            tokio::time::sleep(HTTP_DRAIN_LIMIT).await;
+        } => warn!("HTTP requests still open after the drain limit; dropped"),
+    }
+}
+
+/// Every route of the HTTP listener.
+pub fn router(state: Arc<State>) -> Router {
+    Router::new()
+        .route("/", get(dashboard::index))
+        .route("/assets/app.js", get(dashboard::script))
+        .route("/assets/style.css", get(dashboard::style))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr))
+        .merge(api::routes())
+        .route_layer(middleware::from_fn_with_state(state.clone(), count_request))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+/// Both ends of an HTTP connection (the address server answers with the local one).
+#[derive(Debug, Clone, Copy)]
+pub struct HttpPeer {
+    /// The address the client connected to.
+    pub local: Option<SocketAddr>,
+    /// The client.
+    pub remote: SocketAddr,
+}
+
+impl Connected<IncomingStream<'_, TcpListener>> for HttpPeer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Self { local: stream.io().local_addr().ok(), remote: *stream.remote_addr() }
+    }
+}
+
+/// A JSON error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self { status, message: message.into() }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    status: u16,
+    error: &'a str,
+    message: &'a str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            status: self.status.as_u16(),
+            error: self.status.canonical_reason().unwrap_or("Error"),
+            message: &self.message,
+        };
+        (self.status, Json(body)).into_response()
+    }
+}
+
+async fn not_found(AxumState(state): AxumState<Shared>, request: Request) -> ApiError {
+    count(&state, "unmatched".to_owned(), StatusCode::NOT_FOUND);
+    ApiError::new(StatusCode::NOT_FOUND, format!("no such path: {}", request.uri().path()))
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} is not allowed on {} (the API is read-only: use GET)",
+            request.method(),
+            request.uri().path()
+        ),
+    )
+}
+
+/// Counts every request to a route by route pattern and status (unknown paths in [`not_found`]).
+async fn count_request(
+    AxumState(state): AxumState<Shared>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let handler = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    count(&state, handler, response.status());
+    response
+}
+
+fn count(state: &State, handler: String, status: StatusCode) {
+    state
+        .metrics
+        .http_requests
+        .get_or_create(&[("handler", handler), ("status", status.as_u16().to_string())])
+        .inc();
+}
+
+/// `GET /metrics`: every metric, in OpenMetrics when the `Accept` header asks for it, else in
+/// the Prometheus text format; 404 when `metricsEnable` is false.
+async fn metrics(
+    AxumState(state): AxumState<Shared>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if !state.metrics.enabled() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "metrics are disabled (metricsEnable=false)",
+        ));
+    }
+    let format = Format::from_accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let text = state.metrics.encode(&StateGauges::read(&state), format).map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode metrics: {e}"))
+    })?;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
+}
+
+/// `GET /healthz`: liveness. Answered by the runtime that serves the remoting port, so a 200
+/// means the process and its runtime are alive (until the server exits).
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// `GET /readyz`: 200 while serving the remoting port with the KV store loaded; 503 before,
+/// and from the moment a shutdown begins (so load balancers drain first).
+async fn readyz(AxumState(state): AxumState<Shared>) -> Response {
+    match state.readiness() {
+        Readiness::Ready => (StatusCode::OK, "ready\n").into_response(),
+        Readiness::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response(),
+        Readiness::Draining => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response(),
+    }
+}

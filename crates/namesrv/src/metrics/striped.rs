@@ -1,0 +1,206 @@
+//! Striped storage for hot metrics: a value split over one cache line per recording thread, so
+//! threads recording at once never write the same line. Recording is one relaxed `fetch_add` on
+//! the calling thread's stripe; reading (a scrape) sums the stripes.
+//!
+//! [`Striped`] is a prometheus-client counter store (`Counter<u64, Striped>`); [`DurationHistogram`]
+//! is a lock-free histogram of durations (prometheus-client's own histogram takes a mutex per
+//! observation).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::Atomic;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+
+/// Stripes per value: the number of cores rounded up to a power of two (at most 64).
+static STRIPES: LazyLock<usize> = LazyLock::new(|| {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64).next_power_of_two()
+});
+
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's stripe number (assigned round-robin on first use).
+    static THREAD_STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The calling thread's stripe in a value of `stripes` (a power of two) stripes.
+#[inline]
+fn stripe(stripes: usize) -> usize {
+    THREAD_STRIPE.with(|s| {
+        let mut v = s.get();
+        if v == usize::MAX {
+            v = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+            s.set(v);
+        }
+        v & (stripes - 1)
+    })
+}
+
+/// One cache line (two, against adjacent-line prefetch) holding one stripe of a counter.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct Line(AtomicU64);
+
+/// A `u64` counter store striped per thread: `Counter<u64, Striped>` counts without two cores
+/// ever contending for one cache line.
+#[derive(Debug)]
+pub struct Striped {
+    lines: Box<[Line]>,
+}
+
+impl Default for Striped {
+    fn default() -> Self {
+        Self { lines: (0..*STRIPES).map(|_| Line::default()).collect() }
+    }
+}
+
+impl Atomic<u64> for Striped {
+    #[inline]
+    fn inc(&self) -> u64 {
+        self.inc_by(1)
+    }
+
+    /// Adds `v` to this thread's stripe; returns that stripe's previous value (not the total).
+    #[inline]
+    fn inc_by(&self, v: u64) -> u64 {
+        self.lines[stripe(self.lines.len())].0.fetch_add(v, Ordering::Relaxed)
+    }
+
+    fn get(&self) -> u64 {
+        self.lines.iter().map(|l| l.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// The most bucket bounds a [`DurationHistogram`] may have (one stripe is one 256-byte block).
+pub const MAX_BOUNDS: usize = 30;
+
+/// One thread's stripe of a histogram: a count per bucket (the last is +Inf) and the sum in ns.
+#[repr(align(128))]
+#[derive(Debug)]
+struct HistStripe {
+    buckets: [AtomicU64; MAX_BOUNDS + 1],
+    sum_ns: AtomicU64,
+}
+
+impl Default for HistStripe {
+    fn default() -> Self {
+        Self { buckets: std::array::from_fn(|_| AtomicU64::new(0)), sum_ns: AtomicU64::new(0) }
+    }
+}
+
+#[derive(Debug)]
+struct HistInner {
+    /// Upper bounds in nanoseconds, ascending.
+    bounds_ns: Box<[u64]>,
+    stripes: Box<[HistStripe]>,
+}
+
+/// A histogram of durations with fixed buckets, lock-free and striped per thread: an observation
+/// is a bucket search over a few integers and two relaxed `fetch_add`s. Exposed in seconds.
+/// Clones share the data (like prometheus-client's metrics).
+#[derive(Debug, Clone)]
+pub struct DurationHistogram {
+    inner: Arc<HistInner>,
+}
+
+impl DurationHistogram {
+    /// A histogram with these upper bounds in seconds (ascending; +Inf is implicit; at most
+    /// [`MAX_BOUNDS`]).
+    pub fn new(bounds_seconds: &[f64]) -> Self {
+        assert!(bounds_seconds.len() <= MAX_BOUNDS, "at most {MAX_BOUNDS} bucket bounds");
+        assert!(bounds_seconds.windows(2).all(|w| w[0] < w[1]), "bounds must ascend");
+        let bounds_ns = bounds_seconds.iter().map(|s| (s * 1e9).round() as u64).collect();
+        let stripes = (0..*STRIPES).map(|_| HistStripe::default()).collect();
+        Self { inner: Arc::new(HistInner { bounds_ns, stripes }) }
+    }
+
+    /// Records one duration.
+    #[inline]
+    pub fn observe(&self, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let inner = &*self.inner;
+        let bucket = inner.bounds_ns.iter().position(|&b| ns <= b).unwrap_or(inner.bounds_ns.len());
+        let stripe = &inner.stripes[stripe(inner.stripes.len())];
+        stripe.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        stripe.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// (sum in seconds, count, cumulative (upper bound in seconds, count) per bucket incl. +Inf).
+    pub fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let inner = &*self.inner;
+        let n = inner.bounds_ns.len() + 1;
+        let mut counts = vec![0u64; n];
+        let mut sum_ns: u128 = 0;
+        for stripe in inner.stripes.iter() {
+            for (total, bucket) in counts.iter_mut().zip(&stripe.buckets[..n]) {
+                *total += bucket.load(Ordering::Relaxed);
+            }
+            sum_ns += u128::from(stripe.sum_ns.load(Ordering::Relaxed));
+        }
+        let mut cumulative = 0;
+        let buckets = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                cumulative += c;
+                let bound = inner.bounds_ns.get(i).map_or(f64::INFINITY, |&b| b as f64 / 1e9);
+                (bound, cumulative)
+            })
+            .collect();
+        (sum_ns as f64 / 1e9, cumulative, buckets)
+    }
+}
+
+impl TypedMetric for DurationHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for DurationHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (sum, count, buckets) = self.snapshot();
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::metrics::counter::Counter;
+
+    #[test]
+    fn a_striped_counter_sums_every_thread() {
+        let counter: Counter<u64, Striped> = Counter::default();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        counter.inc();
+                    }
+                    counter.inc_by(5);
+                });
+            }
+        });
+        assert_eq!(counter.get(), 4 * 1005);
+    }
+
+    #[test]
+    fn a_histogram_puts_each_duration_in_the_first_bucket_that_holds_it() {
+        let h = DurationHistogram::new(&[0.001, 0.01]);
+        h.observe(Duration::from_micros(10));
+        h.observe(Duration::from_millis(1)); // on the bound: le="0.001"
+        h.observe(Duration::from_millis(5));
+        h.observe(Duration::from_secs(2));
+        let (sum, count, buckets) = h.snapshot();
+        assert_eq!(count, 4);
+        assert_eq!(buckets, vec![(0.001, 2), (0.01, 3), (f64::INFINITY, 4)]);
+        assert!((sum - 2.00601).abs() < 1e-9, "{sum}");
+    }
+}

@@ -1,0 +1,31 @@
+//! The RocketMQ version each live broker last registered with (the `version` of its
+//! REGISTER_BROKER), for the operations API; entries go when the broker is removed.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+/// (cluster, broker address) → `MQVersion` ordinal.
+#[derive(Debug, Default)]
+pub struct BrokerVersions(Mutex<HashMap<(String, String), i32>>);
+
+impl BrokerVersions {
+    /// Records the version of a registration (no allocation when it is unchanged).
+    pub fn set(&self, cluster: &str, addr: &str, version: i32) {
+        let mut map = self.0.lock();
+        let key = (cluster.to_owned(), addr.to_owned());
+        if map.get(&key) != Some(&version) {
+            map.insert(key, version);
+        }
+    }
+
+    /// The version a broker registered with.
+    pub fn get(&self, cluster: &str, addr: &str) -> Option<i32> {
+        self.0.lock().get(&(cluster.to_owned(), addr.to_owned())).copied()
+    }
+
+    /// Forgets a removed broker.
+    pub fn remove(&self, cluster: &str, addr: &str) {
+        self.0.lock().remove(&(cluster.to_owned(), addr.to_owned()));
+    }
+}
