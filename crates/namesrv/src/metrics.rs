@@ -331,6 +331,9 @@ pub struct StateGauges {
     pub tls_reloads: (u64, u64),
     /// Unregistrations waiting in the batch queue.
     pub unregister_queue: i64,
+    /// Access control (when `authenticationEnabled`): requests accepted by how they were
+    /// authenticated, and refused by reason (the gate's counters, `auth::Counters`).
+    pub auth: Option<(Vec<(&'static str, u64)>, Vec<(&'static str, u64)>)>,
 }
 
 impl StateGauges {
@@ -358,6 +361,14 @@ impl StateGauges {
                 (counts.succeeded.load(Relaxed), counts.failed.load(Relaxed))
             },
             unregister_queue: i64::try_from(state.unregister_queue_len()).unwrap_or(i64::MAX),
+            auth: state.auth.as_deref().map(|gate| {
+                use crate::auth::{Accepted, Reason};
+                let c = &gate.counters;
+                (
+                    Accepted::ALL.iter().map(|a| (a.label(), c.accepted_count(*a))).collect(),
+                    Reason::ALL.iter().map(|r| (r.label(), c.refused_count(*r))).collect(),
+                )
+            }),
         }
     }
 
@@ -401,5 +412,24 @@ impl StateGauges {
             "TLS certificate reloads after a file change, by result",
             reloads,
         );
+        if let Some((accepted, refused)) = &self.auth {
+            let family = |key: &'static str, counts: &[(&'static str, u64)]| {
+                let family = Family::<ReasonLabel, Counter>::default();
+                for (label, n) in counts {
+                    family.get_or_create(&[(key, *label)]).inc_by(*n);
+                }
+                family
+            };
+            r.register(
+                "auth_accepted",
+                "Requests access control checked and accepted, by how (signature, certificate, whitelisted_address)",
+                family("how", accepted),
+            );
+            r.register(
+                "auth_refused",
+                "Requests access control refused with NO_PERMISSION, by reason (no_signature, unknown_access_key, bad_signature, role_denied, address_denied, rate_limited)",
+                family("reason", refused),
+            );
+        }
     }
 }

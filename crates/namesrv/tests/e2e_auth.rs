@@ -286,3 +286,26 @@ fn a_missing_or_broken_accounts_file_stops_start_up_naming_the_key() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn the_metrics_scrape_counts_accepted_and_refused_requests_by_reason() {
+    let accounts_dir = tempfile::tempdir().expect("dir");
+    let path = accounts_dir.path().join("auth.yml");
+    write_accounts(&path, ACCOUNTS);
+    let server = TestServer::start_with_http(|c| {
+        c.authentication_enabled = Some(true);
+        c.auth_config_path = Some(path.to_string_lossy().into_owned());
+    })
+    .await;
+    let mut conn = server.connect().await;
+    assert_eq!(conn.call(as_ops(put_kv("k", "v"))).await.code, 0);
+    assert_eq!(conn.call(as_ops(put_kv("k", "w"))).await.code, 0);
+    assert_refused(&conn.call(put_kv("k", "x")).await, "must be signed");
+    assert_refused(&conn.call(signed(put_kv("k", "x"), "ops", "nope")).await, "signature mismatch");
+    let scrape = common::Scrape::parse(&server.get("/metrics").await.body);
+    let value = |name: &str, key: &str, label: &str| scrape.value(name, &[(key, label)]);
+    assert_eq!(value("rocketmq_namesrv_auth_accepted_total", "how", "signature"), Some(2.0));
+    assert_eq!(value("rocketmq_namesrv_auth_refused_total", "reason", "no_signature"), Some(1.0));
+    assert_eq!(value("rocketmq_namesrv_auth_refused_total", "reason", "bad_signature"), Some(1.0));
+    assert_eq!(value("rocketmq_namesrv_auth_refused_total", "reason", "role_denied"), Some(0.0));
+}
