@@ -314,6 +314,9 @@ impl Format {
     }
 }
 
+/// Counts by a label value.
+pub type LabelCounts = Vec<(&'static str, u64)>;
+
 /// Values read from the server state at scrape time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StateGauges {
@@ -333,7 +336,7 @@ pub struct StateGauges {
     pub unregister_queue: i64,
     /// Access control (when `authenticationEnabled`): requests accepted by how they were
     /// authenticated, and refused by reason (the gate's counters, `auth::Counters`).
-    pub auth: Option<(Vec<(&'static str, u64)>, Vec<(&'static str, u64)>)>,
+    pub auth: Option<(LabelCounts, LabelCounts)>,
 }
 
 impl StateGauges {
