@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
 use super::{warn_if_world_readable, Accounts, Auth};
-use crate::transport::hash_file;
+use crate::transport::{hash_file, poll_blocking};
 
 /// Starts the reloader with the TLS reloader's 500 ms period; see [`spawn_reloader_every`].
 pub fn spawn_reloader(auth: Arc<Auth>, shutdown: impl Future + Send + 'static) -> JoinHandle<()> {
@@ -25,32 +25,11 @@ pub fn spawn_reloader_every(
     interval: Duration,
     shutdown: impl Future + Send + 'static,
 ) -> JoinHandle<()> {
-    let mut watcher = Watcher { last: hash_file(auth.path()), missing_reported: false };
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut shutdown = std::pin::pin!(shutdown);
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => break,
-                _ = ticker.tick() => {}
-            }
-            auth.prune_failures(tokio::time::Instant::now());
-            let task_auth = Arc::clone(&auth);
-            match tokio::task::spawn_blocking(move || {
-                watcher.step(&task_auth);
-                watcher
-            })
-            .await
-            {
-                Ok(w) => watcher = w,
-                Err(e) => {
-                    error!(error = %e, "accounts file watcher stopped");
-                    break;
-                }
-            }
-        }
-    })
+    let watcher = Watcher { last: hash_file(auth.path()), missing_reported: false };
+    tokio::spawn(poll_blocking(watcher, interval, shutdown, "accounts file watcher", move |w| {
+        auth.prune_failures(tokio::time::Instant::now());
+        w.step(&auth);
+    }))
 }
 
 /// The content hash last put in force (or found broken).

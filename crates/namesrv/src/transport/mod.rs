@@ -68,7 +68,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 
 pub use proxy::{ProxyError, ProxyHeader};
-pub(crate) use reload::hash_file;
+pub(crate) use reload::{hash_file, poll_blocking};
 pub use reload::{spawn_reloader, spawn_reloader_every, DEFAULT_INTERVAL};
 pub use rewind::Rewind;
 pub use settings::{
