@@ -229,12 +229,15 @@ class Namesrv:
     harness's own raw requests to it use (needed when `tls.server.mode` is `enforcing`).
     """
 
-    def __init__(self, env, key, impl, tls=None, ssl_context=None):
+    def __init__(self, env, key, impl, tls=None, ssl_context=None, props=None, credentials=None):
+        """`props`: more keys for our `-c` file (e.g. access control); `credentials`: the
+        (access key, secret key) the harness signs its readiness probe with."""
         self.env = env
         self.key = key
         self.impl = impl
         self.tls = dict(tls or {})
         self.ssl_context = ssl_context
+        self.credentials = credentials
         self.port = free_port_block((0,))
         self.addr = "127.0.0.1:%d" % self.port
         # Ours serves HTTP (metrics, probes, API, address server) on httpListenPort (default
@@ -249,7 +252,7 @@ class Namesrv:
             if impl == "rust":
                 f.write("httpListenPort=%d\n" % self.http_port)
                 f.write("httpBindAddress=127.0.0.1\n")
-                for k, v in self.tls.items():
+                for k, v in list(self.tls.items()) + list((props or {}).items()):
                     f.write("%s=%s\n" % (k, v))
         self.proc = None
         self.starts = 0
@@ -285,7 +288,8 @@ class Namesrv:
                     self.key, self.proc.popen.returncode, self.proc.log_tail()))
             if not port_open(self.addr):
                 return False
-            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2, ssl_context=self.ssl_context)
+            r = rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2, ssl_context=self.ssl_context,
+                        credentials=self.credentials)
             return r.code == 0
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -5,6 +5,9 @@ Speaks the framing of the remoting protocol: 4-byte big-endian total length,
 Only what the tests need: send a request, read the matching response.
 """
 
+import base64
+import hashlib
+import hmac
 import json
 import re
 import socket
@@ -245,8 +248,24 @@ class Conn:
                 # Anything else (a server-initiated request, a stale response) is skipped.
 
 
-def call(addr, code, ext=None, body=None, version=V5_3_3, timeout=5.0, ssl_context=None):
-    """Open a connection (TLS with `ssl_context`), send one request, return the response."""
+def signed(ext, body, access_key, secret_key):
+    """`ext` plus AccessKey and Signature, as Java's AclClientRPCHook signs a request:
+    Base64(HmacSHA1(secret, the values of every other field in Java key order (UTF-16 code
+    units), then the body))."""
+    ext = dict(ext or {})
+    ext["AccessKey"] = access_key
+    keys = sorted((k for k in ext if k != "Signature"), key=lambda k: k.encode("utf-16-be"))
+    content = "".join(ext[k] for k in keys).encode("utf-8") + (body or b"")
+    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
+    ext["Signature"] = base64.b64encode(digest).decode("ascii")
+    return ext
+
+
+def call(addr, code, ext=None, body=None, version=V5_3_3, timeout=5.0, ssl_context=None, credentials=None):
+    """Open a connection (TLS with `ssl_context`), send one request (signed with `credentials`,
+    an (access key, secret key) pair, when given), return the response."""
+    if credentials is not None:
+        ext = signed(ext, body, *credentials)
     with Conn(addr, timeout, ssl_context) as c:
         return c.request(code, ext, body, version)
 

@@ -7,6 +7,7 @@
 //! when a broker cannot be reached, and `deleteTopic` does the nameserver part only).
 
 mod cmd;
+pub mod credentials;
 pub mod pretty;
 
 use std::io::Write;
@@ -27,6 +28,14 @@ pub struct Cli {
     /// Print JSON instead of the Java tool's text
     #[arg(long, global = true)]
     pub json: bool,
+    /// Access key to sign every request with (needs --secretKey); without both, the
+    /// accessKey/secretKey of $ROCKETMQ_HOME/conf/tools.yml (the Java mqadmin's file) are used
+    #[arg(long = "accessKey", env = "ROCKETMQ_ACCESS_KEY", hide_env_values = true, global = true)]
+    pub access_key: Option<String>,
+    /// Secret key of --accessKey (prefer the environment variable: a command line is visible
+    /// to every user of the machine)
+    #[arg(long = "secretKey", env = "ROCKETMQ_SECRET_KEY", hide_env_values = true, global = true)]
+    pub secret_key: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -345,14 +354,23 @@ impl Ctx<'_> {
 /// Runs one parsed command line, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut (dyn Write + Send)) -> Result<Exit, AdminError> {
     let namesrv_addrs = cli.namesrv_addr.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let home = std::env::var_os("ROCKETMQ_HOME").map(std::path::PathBuf::from);
+    let config = client::ClientConfig {
+        credentials: credentials::resolve(
+            cli.access_key.as_deref(),
+            cli.secret_key.as_deref(),
+            home.as_deref(),
+        )?,
+        ..client::ClientConfig::default()
+    };
     let namesrv = namesrv_addrs
-        .map(client::Client::new)
+        .map(|addrs| client::Client::with_config(addrs, config.clone()))
         .transpose()
         .map_err(|e| AdminError::Usage(e.to_string()))?;
     let (client, namesrv) = match cli.command.controller_address() {
         Some(list) => {
-            let controllers =
-                client::Client::new(list.trim()).map_err(|e| AdminError::Usage(e.to_string()))?;
+            let controllers = client::Client::with_config(list.trim(), config)
+                .map_err(|e| AdminError::Usage(e.to_string()))?;
             (controllers, namesrv)
         }
         None => {

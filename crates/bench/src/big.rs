@@ -47,6 +47,7 @@ impl BigBroker {
             identity.clone(),
             self.bodies[0].clone(),
             Duration::from_secs(120),
+            None,
         )?;
         let probe = topology.topics[0].clone();
         let clients = load::connect_clients(addr, sizes.s3_conns, 64, &probe).await?;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use client::{Client, ClientConfig, RouteOptions};
+use client::{Client, ClientConfig, Credentials, RouteOptions};
 use tokio::sync::{watch, Mutex, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -179,16 +179,21 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// One registrar per broker of `topology`, all registering with `addr`.
+    /// One registrar per broker of `topology`, all registering with `addr`, signing with
+    /// `credentials` when given.
     pub fn new(
         addr: &str,
         topology: &Topology,
         bodies: &[Arc<RegistrationBody>],
+        credentials: Option<Credentials>,
     ) -> anyhow::Result<Self> {
         let brokers = topology
             .brokers()
             .into_iter()
-            .map(|(c, id)| Registrar::new(addr, id, bodies[c].clone(), Duration::from_secs(60)))
+            .map(|(c, id)| {
+                let timeout = Duration::from_secs(60);
+                Registrar::new(addr, id, bodies[c].clone(), timeout, credentials.clone())
+            })
             .map(|r| r.map(|r| Arc::new(Mutex::new(r))))
             .collect::<anyhow::Result<_>>()?;
         Ok(Self { brokers })

@@ -41,7 +41,7 @@ impl Phase<'_> {
         let spec = Spec { extra_config: vec!["metricsEnable=false".to_owned()], ..ours.clone() };
         let mut server = Server::spawn(&spec, &workdir.join("ours-nometrics"))?;
         server.wait_ready(Duration::from_secs(60)).await?;
-        let fleet = Fleet::new(&server.addr, self.topology, self.bodies)?;
+        let fleet = Fleet::new(&server.addr, self.topology, self.bodies, None)?;
         let result = self.measure(&server, &fleet, ours_addr, say).await;
         fleet.close().await;
         server.stop();

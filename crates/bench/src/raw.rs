@@ -28,20 +28,27 @@ const PLACEHOLDER: i32 = 1_987_654_321;
 pub struct Requests {
     /// (header before the opaque, header after it) per topic; no body.
     parts: Vec<(Bytes, Bytes)>,
+    /// What the requests are signed with, if anything (the probe signs with it too).
+    credentials: Option<client::Credentials>,
 }
 
 impl Requests {
-    /// The GET_ROUTEINFO_BY_TOPIC request of `client` (language, version, ext fields) for each topic.
+    /// The GET_ROUTEINFO_BY_TOPIC request of `client` (language, version, ext fields) for each
+    /// topic, signed with the client's credentials when it has some (the opaque is not signed,
+    /// so one signature serves every request of a topic, as a replayed Java request would).
     pub fn new(client: &Client, topics: &[Arc<str>]) -> anyhow::Result<Self> {
         let mut parts = Vec::with_capacity(topics.len());
         let digits = PLACEHOLDER.to_string();
         for t in topics {
             let mut ext = remoting::ExtFields::new();
             ext.insert("topic", t.as_ref());
-            let req = client
+            let mut req = client
                 .request(RequestCode::GetRouteinfoByTopic)
                 .with_ext_fields(ext)
                 .with_opaque(PLACEHOLDER);
+            if let Some(credentials) = &client.config().credentials {
+                credentials.sign(&mut req);
+            }
             let frame = remoting::frame::encode_to_bytes(&req)?;
             let header = &frame[8..];
             let at = header
@@ -53,7 +60,12 @@ impl Requests {
                 Bytes::copy_from_slice(&header[at + digits.len()..]),
             ));
         }
-        Ok(Self { parts })
+        Ok(Self { parts, credentials: client.config().credentials.clone() })
+    }
+
+    /// What the requests are signed with, if anything.
+    pub fn credentials(&self) -> Option<&client::Credentials> {
+        self.credentials.as_ref()
     }
 
     /// Appends the request for topic `i` with `opaque` to `out`.
@@ -244,10 +256,15 @@ async fn connection(
 }
 
 /// Checks that `addr` answers `topic` like the client expects (used once before a raw phase).
-pub async fn probe(addr: &str, topic: &str) -> anyhow::Result<usize> {
+pub async fn probe(
+    addr: &str,
+    topic: &str,
+    credentials: Option<&client::Credentials>,
+) -> anyhow::Result<usize> {
     // Patient: a server may still be working off an earlier phase's backlog.
     let config = client::ClientConfig {
         request_timeout: Duration::from_secs(30),
+        credentials: credentials.cloned(),
         ..client::ClientConfig::default()
     };
     let c = Client::with_config(addr, config)?;

@@ -8,7 +8,8 @@ use crate::stats::Summary;
 use crate::suite::{Report, ServerReport};
 
 /// Column order of the tables and the chart.
-pub(crate) const ORDER: [Kind; 4] = [Kind::Ours, Kind::Java, Kind::RocketmqRust, Kind::Ceiling];
+pub(crate) const ORDER: [Kind; 5] =
+    [Kind::Ours, Kind::OursAuth, Kind::Java, Kind::RocketmqRust, Kind::Ceiling];
 
 /// One verdict on one of the issue's targets.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +76,13 @@ pub fn targets(r: &Report) -> Vec<Target> {
         s1(ours).map(|s| s.qps),
         s1(ceil).map(|s| s.qps),
         0.6,
+        "req/s",
+    ));
+    out.push(ratio(
+        "S1 with authenticationMode=all ≥ 85 % of S1 without (issue #14)",
+        s1(r.server(Kind::OursAuth)).map(|s| s.qps),
+        s1(ours).map(|s| s.qps),
+        0.85,
         "req/s",
     ));
     let p99 = |s: Option<&Summary>| s.map(|s| s.p99_us as f64 / 1e3);

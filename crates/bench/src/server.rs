@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use client::{Client, ClientConfig};
+use client::{Client, ClientConfig, Credentials};
 use remoting::RequestCode;
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,9 @@ use serde::{Deserialize, Serialize};
 pub enum Kind {
     /// This project's `mqnamesrv`.
     Ours,
+    /// This project's `mqnamesrv` with access control on and `authenticationMode=all`: every
+    /// request signed and checked. S1 only (the cost of checking, side by side with `ours`).
+    OursAuth,
     /// Apache RocketMQ's `NamesrvStartup` (Java).
     Java,
     /// mxsm/rocketmq-rust's `rocketmq-namesrv-rust`.
@@ -33,6 +36,7 @@ impl Kind {
     pub fn label(self) -> &'static str {
         match self {
             Kind::Ours => "ours",
+            Kind::OursAuth => "ours-auth",
             Kind::Java => "java",
             Kind::RocketmqRust => "rocketmq-rust",
             Kind::Ceiling => "ceiling",
@@ -43,6 +47,7 @@ impl Kind {
     pub fn parse(s: &str) -> Option<Kind> {
         match s {
             "ours" => Some(Kind::Ours),
+            "ours-auth" => Some(Kind::OursAuth),
             "java" => Some(Kind::Java),
             "rocketmq-rust" | "rust" => Some(Kind::RocketmqRust),
             "ceiling" => Some(Kind::Ceiling),
@@ -54,7 +59,27 @@ impl Kind {
     pub fn is_namesrv(self) -> bool {
         self != Kind::Ceiling
     }
+
+    /// True for the servers that run S1 only (the ceiling, and `ours-auth`).
+    pub fn s1_only(self) -> bool {
+        matches!(self, Kind::Ceiling | Kind::OursAuth)
+    }
+
+    /// What this server's simulated brokers sign their requests with (`ours-auth` only).
+    pub fn broker_credentials(self) -> Option<Credentials> {
+        (self == Kind::OursAuth).then(|| Credentials::new(AUTH_BROKER.0, AUTH_BROKER.1))
+    }
+
+    /// What this server's readers sign their requests with (`ours-auth` only).
+    pub fn reader_credentials(self) -> Option<Credentials> {
+        (self == Kind::OursAuth).then(|| Credentials::new(AUTH_READER.0, AUTH_READER.1))
+    }
 }
+
+/// `ours-auth`'s broker account (access key, secret key).
+const AUTH_BROKER: (&str, &str) = ("bench-broker", "bench-broker-secret");
+/// `ours-auth`'s reader account (access key, secret key).
+const AUTH_READER: (&str, &str) = ("bench-reader", "bench-reader-secret");
 
 /// How to start one server.
 #[derive(Debug, Clone)]
@@ -118,7 +143,7 @@ impl Server {
         let addr = format!("127.0.0.1:{port}");
         let kv = dir.join("kvConfig.json");
         let mut cmd = match spec.kind {
-            Kind::Ours => {
+            Kind::Ours | Kind::OursAuth => {
                 let conf = dir.join("namesrv.properties");
                 // HTTP on (as deployed: metrics recorded, /metrics served) on a free port.
                 let http_port = free_port()?;
@@ -129,6 +154,20 @@ impl Server {
                 for line in &spec.extra_config {
                     text.push_str(line);
                     text.push('\n');
+                }
+                if spec.kind == Kind::OursAuth {
+                    let accounts = dir.join("auth.yml");
+                    fs::write(
+                        &accounts,
+                        format!(
+                            "accounts:\n  - {{accessKey: {}, secretKey: {}, role: broker}}\n  - {{accessKey: {}, secretKey: {}, role: reader}}\n",
+                            AUTH_BROKER.0, AUTH_BROKER.1, AUTH_READER.0, AUTH_READER.1
+                        ),
+                    )?;
+                    text.push_str(&format!(
+                        "authenticationEnabled=true\nauthenticationMode=all\nauthConfigPath={}\n",
+                        accounts.display()
+                    ));
                 }
                 fs::write(&conf, text)?;
                 let mut c = Command::new(&spec.program);
@@ -338,7 +377,7 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_labels() {
-        for k in [Kind::Ours, Kind::Java, Kind::RocketmqRust, Kind::Ceiling] {
+        for k in [Kind::Ours, Kind::OursAuth, Kind::Java, Kind::RocketmqRust, Kind::Ceiling] {
             assert_eq!(Kind::parse(k.label()), Some(k));
         }
         assert_eq!(Kind::parse("rust"), Some(Kind::RocketmqRust));

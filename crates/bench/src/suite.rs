@@ -108,7 +108,8 @@ pub async fn run(
         });
     }
     for live in &mut lives {
-        let fleet = Fleet::new(&live.server.addr, &topology, &bodies)?;
+        let credentials = live.spec.kind.broker_credentials();
+        let fleet = Fleet::new(&live.server.addr, &topology, &bodies, credentials)?;
         let started = Instant::now();
         match fleet.populate(4).await {
             Ok(rec) => {
@@ -160,7 +161,18 @@ pub async fn run(
         ceiling = Some((server, ServerReport::new(&spec), Vec::<(Recorder, Duration)>::new()));
     }
 
-    let mode = ReadMode::new(&sizes.reader, &topology.topics)?;
+    let plain_mode = ReadMode::new(&sizes.reader, &topology.topics, None)?;
+    // `ours-auth`'s readers sign every request (the same requests, plus the signature fields).
+    let signed_mode = match specs.iter().find_map(|s| s.kind.reader_credentials()) {
+        Some(credentials) => {
+            Some(ReadMode::new(&sizes.reader, &topology.topics, Some(credentials))?)
+        }
+        None => None,
+    };
+    let mode_of = |kind: Kind| match (kind.reader_credentials(), &signed_mode) {
+        (Some(_), Some(signed)) => signed,
+        _ => &plain_mode,
+    };
     let pids: Vec<u32> =
         lives.iter().map(|l| l.server.pid).chain(ceiling.as_ref().map(|c| c.0.pid)).collect();
     let readers = Readers {
@@ -182,7 +194,7 @@ pub async fn run(
                 &live.server.addr,
                 sizes.conns,
                 &topology,
-                &mode,
+                mode_of(live.spec.kind),
                 &prewarm,
                 sizes.seed ^ 0xAA,
             )
@@ -200,12 +212,14 @@ pub async fn run(
     let n = lives.len() + usize::from(ceiling.is_some());
     for round in 0..sizes.rounds {
         // S1, the order rotated each round; the ceiling takes its turn among the nameservers.
-        let s1_round = async |addr: &str, pid: u32, label: &str| {
+        let s1_round = async |addr: &str, pid: u32, kind: Kind| {
+            let label = kind.label();
             gate(sizes, &pids, say).await;
             measuring.send_replace(true);
             let meter = CpuMeter::start(Some(pid), &pids);
             let seed = sizes.seed + round as u64;
-            let result = read_phase(addr, sizes.conns, &topology, &mode, &readers, seed).await;
+            let mode = mode_of(kind);
+            let result = read_phase(addr, sizes.conns, &topology, mode, &readers, seed).await;
             let cpu = meter.finish(&format!("S1 r{round}"));
             measuring.send_replace(false);
             if let Ok((rec, elapsed)) = &result {
@@ -221,7 +235,7 @@ pub async fn run(
                     continue;
                 }
                 let (cpu, result) =
-                    s1_round(&live.server.addr, live.server.pid, live.spec.kind.label()).await;
+                    s1_round(&live.server.addr, live.server.pid, live.spec.kind).await;
                 live.report.cpu.push(cpu);
                 match result {
                     Ok((rec, elapsed)) => {
@@ -231,7 +245,7 @@ pub async fn run(
                     Err(e) => live.fail("S1", &e),
                 }
             } else if let Some((server, report, recs)) = ceiling.as_mut() {
-                let (cpu, result) = s1_round(&server.addr, server.pid, "ceiling").await;
+                let (cpu, result) = s1_round(&server.addr, server.pid, Kind::Ceiling).await;
                 report.cpu.push(cpu);
                 match result {
                     Ok((rec, elapsed)) => {
@@ -246,13 +260,13 @@ pub async fn run(
         let count = lives.len();
         for k in 0..count {
             let live = &mut lives[(k + round) % count];
-            if live.fleet.is_none() || !live.ok() {
+            if live.fleet.is_none() || !live.ok() || live.spec.kind.s1_only() {
                 continue;
             }
             gate(sizes, &pids, say).await;
             measuring.send_replace(true);
             let meter = CpuMeter::start(Some(live.server.pid), &pids);
-            let result = churn_phase(live, sizes, &topology, &mode, &readers, round).await;
+            let result = churn_phase(live, sizes, &topology, &plain_mode, &readers, round).await;
             live.report.cpu.push(meter.finish(&format!("S2 r{round}")));
             measuring.send_replace(false);
             match result {
@@ -293,7 +307,7 @@ pub async fn run(
                 sizes,
                 topology: &topology,
                 bodies: &bodies,
-                mode: &mode,
+                mode: &plain_mode,
                 readers: &readers,
                 prewarm: &prewarm,
                 pids: &pids,
@@ -309,7 +323,7 @@ pub async fn run(
     // S3, one server after the other.
     let big = BigBroker::new(sizes);
     for live in &mut lives {
-        if live.fleet.is_none() || !live.ok() {
+        if live.fleet.is_none() || !live.ok() || live.spec.kind.s1_only() {
             continue;
         }
         gate(sizes, &pids, say).await;
@@ -338,7 +352,7 @@ pub async fn run(
 
     // S5, one server after the other.
     for live in &mut lives {
-        if live.fleet.is_none() || !live.ok() {
+        if live.fleet.is_none() || !live.ok() || live.spec.kind.s1_only() {
             continue;
         }
         gate(sizes, &pids, say).await;
@@ -393,7 +407,9 @@ pub async fn run(
 
     // S6: more start-ups, alternating servers, nothing else running.
     for i in 1..sizes.s6_starts {
-        for (spec, report) in reports.iter_mut().filter(|(s, _)| s.kind.is_namesrv()) {
+        for (spec, report) in
+            reports.iter_mut().filter(|(s, _)| s.kind.is_namesrv() && !s.kind.s1_only())
+        {
             let dir = workdir.join(format!("{}-{i}", spec.kind.label()));
             let mut server = Server::spawn(spec, &dir)?;
             match server.wait_ready(Duration::from_secs(120)).await {
@@ -422,11 +438,21 @@ pub enum ReadMode {
 }
 
 impl ReadMode {
-    /// `"raw"` or `"client"`, for `topics`.
-    pub fn new(name: &str, topics: &[Arc<str>]) -> anyhow::Result<Self> {
+    /// `"raw"` or `"client"`, for `topics`; requests signed with `credentials` when given (the
+    /// raw reader only).
+    pub fn new(
+        name: &str,
+        topics: &[Arc<str>],
+        credentials: Option<client::Credentials>,
+    ) -> anyhow::Result<Self> {
         match name {
             "raw" => {
-                Ok(Self::Raw(Arc::new(Requests::new(&Client::new("127.0.0.1:9876")?, topics)?)))
+                let config = client::ClientConfig { credentials, ..Default::default() };
+                let client = Client::with_config("127.0.0.1:9876", config)?;
+                Ok(Self::Raw(Arc::new(Requests::new(&client, topics)?)))
+            }
+            "client" if credentials.is_some() => {
+                anyhow::bail!("signed reads (ours-auth) need the raw reader")
             }
             "client" => Ok(Self::Client),
             other => anyhow::bail!("unknown reader {other:?} (raw or client)"),
@@ -445,7 +471,7 @@ pub async fn read_phase(
 ) -> anyhow::Result<(Recorder, Duration)> {
     let probe = topology.topics[0].clone();
     if let ReadMode::Raw(requests) = mode {
-        raw::probe(addr, &probe).await?;
+        raw::probe(addr, &probe, requests.credentials()).await?;
         let result = raw::run(addr, conns, requests.clone(), readers, seed).await?;
         return Ok((result.all, result.elapsed));
     }
@@ -468,7 +494,7 @@ async fn churn_phase(
 ) -> anyhow::Result<S2> {
     let fleet = live.fleet.as_ref().context("no fleet")?;
     // The server must answer before the churn starts (not only once it runs).
-    raw::probe(&live.server.addr, &topology.topics[0]).await?;
+    raw::probe(&live.server.addr, &topology.topics[0], None).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let measure_from = Instant::now() + readers.warmup;
     let churn = fleet.churn(

@@ -155,8 +155,12 @@ impl RegistrationBody {
     pub fn with_version_in(&self, version: &DataVersion, mut buf: BytesMut) -> (Bytes, i32) {
         let dv = body::to_legacy_json(version);
         buf.clear();
-        // Slack for a version that grows by a few digits.
-        buf.reserve(self.prefix.len() + dv.len() + self.suffix.len() + 64);
+        // A new buffer gets slack for a version that grows by a few digits, so that a reused one
+        // (cleared: its whole capacity free) is never reallocated for the next version.
+        let need = self.prefix.len() + dv.len() + self.suffix.len();
+        if buf.capacity() < need {
+            buf.reserve(need + 64);
+        }
         buf.put_slice(&self.prefix);
         buf.put_slice(&dv);
         buf.put_slice(&self.suffix);
@@ -208,14 +212,17 @@ pub struct Registrar {
 
 impl Registrar {
     /// A broker `identity` serving `body`, registering with `addr` over its own connection
-    /// (made on the first registration). `timeout` bounds one registration (Java: 24 s).
+    /// (made on the first registration). `timeout` bounds one registration (Java: 24 s). With
+    /// `credentials`, every request is signed (a broker with `innerClientAuthenticationCredentials`).
     pub fn new(
         addr: &str,
         identity: BrokerIdentity,
         body: Arc<RegistrationBody>,
         timeout: Duration,
+        credentials: Option<client::Credentials>,
     ) -> anyhow::Result<Self> {
-        let config = ClientConfig { request_timeout: timeout, ..ClientConfig::default() };
+        let config =
+            ClientConfig { request_timeout: timeout, credentials, ..ClientConfig::default() };
         let client = Client::with_config(addr, config)?;
         let empty =
             RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };

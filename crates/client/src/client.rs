@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use remoting::signature::Credentials;
 use remoting::{version, LanguageCode, RemotingCommand, RequestCode};
 
 use crate::connection::Connection;
@@ -22,6 +23,9 @@ pub struct ClientConfig {
     pub language: LanguageCode,
     /// `version` of every request (default 479 = V5_3_3, like a Java 5.3.3 client).
     pub version: i32,
+    /// When set, every request is signed with these credentials (`AccessKey`, `SecurityToken`,
+    /// `Signature`), as a Java client with an `AclClientRPCHook` does.
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for ClientConfig {
@@ -31,6 +35,7 @@ impl Default for ClientConfig {
             request_timeout: Duration::from_secs(3),
             language: LanguageCode::Java,
             version: version::V5_3_3,
+            credentials: None,
         }
     }
 }
@@ -192,6 +197,7 @@ impl Client {
     ) -> Result<RemotingCommand> {
         req.opaque = self.next_opaque();
         req.set_oneway(false);
+        self.sign(&mut req);
         let conn = self.connection(addr).await?;
         conn.request(req, timeout).await
     }
@@ -201,6 +207,7 @@ impl Client {
     pub async fn invoke_oneway(&self, mut req: RemotingCommand) -> Result<()> {
         req.opaque = self.next_opaque();
         req.set_oneway(true);
+        self.sign(&mut req);
         let timeout = self.inner.config.request_timeout;
         if let Some(addr) = &self.pinned {
             return self.connection(addr).await?.send_oneway(req, timeout).await;
@@ -238,6 +245,13 @@ impl Client {
             self.inner.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
         for slot in slots {
             slot.lock().await.take();
+        }
+    }
+
+    /// Signs `req` when the client has credentials. Java: `AclClientRPCHook#doBeforeRequest`
+    fn sign(&self, req: &mut RemotingCommand) {
+        if let Some(credentials) = &self.inner.config.credentials {
+            credentials.sign(req);
         }
     }
 

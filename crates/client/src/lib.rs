@@ -20,3 +20,4 @@ pub use namesrv::{
     BrokerIdentity, QueryDataVersionResult, RegisterBroker, RegisterBrokerResult, RouteOptions,
     UnitTopics, ZONE_NAME_EXT,
 };
+pub use remoting::signature::Credentials;

@@ -75,9 +75,14 @@ impl<T: Rules> Live<T> {
         &self.black_list
     }
 
-    /// The GET_*_CONFIG body: every set key as `key=value\n`, sorted.
+    /// Every set key as `key=value\n`, sorted, secrets included (what is persisted).
     pub fn to_properties_text(&self) -> String {
         crate::table::properties_text(&**self.load())
+    }
+
+    /// The GET_*_CONFIG body: every set key as `key=value\n`, sorted, secrets redacted.
+    pub fn to_public_properties_text(&self) -> String {
+        crate::table::public_properties_text(&**self.load())
     }
 
     /// UPDATE_*_CONFIG. An empty body changes nothing. Otherwise the body is read as properties
@@ -101,6 +106,10 @@ impl<T: Rules> Live<T> {
         let _guard = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = T::clone(&self.current.load());
         for (key, value) in entries {
+            if value == crate::table::REDACTED && crate::table::is_secret_key(&key) {
+                // A GET_*_CONFIG listing sent back unchanged: keep the secret it hid.
+                continue;
+            }
             let known = next.set_value(&key, &value).map_err(ConfigUpdateError::InvalidValue)?;
             if known {
                 continue;

@@ -115,6 +115,16 @@ impl Value for Option<String> {
     }
 }
 
+impl Value for Option<bool> {
+    const TYPE: &'static str = "boolean";
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        <bool as Value>::parse(raw).map(Some)
+    }
+    fn render(&self) -> Option<String> {
+        self.map(|b| b.to_string())
+    }
+}
+
 impl Value for Option<SerializeType> {
     const TYPE: &'static str = "`JSON` or `ROCKETMQ`";
     fn parse(raw: &str) -> Result<Self, &'static str> {
@@ -129,6 +139,26 @@ impl Value for Option<SerializeType> {
             SerializeType::Json => "JSON".to_owned(),
             SerializeType::RocketMq => "ROCKETMQ".to_owned(),
         })
+    }
+}
+
+/// What `-p` and GET_*_CONFIG show instead of a secret's value.
+pub const REDACTED: &str = "******";
+
+/// Whether a key's value is a secret that `-p` and GET_*_CONFIG never show: any key whose name
+/// contains `password`, `secret` or `credential` (case-insensitive), e.g.
+/// `tls.server.keyPassword` or a broker's `innerClientAuthenticationCredentials`.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["password", "secret", "credential"].iter().any(|word| key.contains(word))
+}
+
+/// `value` as `-p` and GET_*_CONFIG show it: [`REDACTED`] for a non-empty secret.
+pub fn shown<'a>(key: &str, value: &'a str) -> &'a str {
+    if !value.is_empty() && is_secret_key(key) {
+        REDACTED
+    } else {
+        value
     }
 }
 
@@ -239,22 +269,31 @@ pub fn sorted_entries<T: Keys>(table: &T) -> BTreeMap<String, String> {
 }
 
 /// Every set key (typed and extra) as `key=value\n`, sorted by key, unset values skipped, no
-/// escaping. Java: `Configuration#getAllConfigsFormatString` (errata D35)
+/// escaping: what `configStorePath` holds, secrets included.
+/// Java: `Configuration#getAllConfigsFormatString` (errata D35)
 pub fn properties_text<T: Keys>(table: &T) -> String {
     let all = sorted_entries(table);
     properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
+/// The GET_*_CONFIG body: [`properties_text`] with every [secret](is_secret_key) shown as
+/// [`REDACTED`] (Java shows them).
+pub fn public_properties_text<T: Keys>(table: &T) -> String {
+    let all = sorted_entries(table);
+    properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), shown(k, v))))
+}
+
 /// Every typed key as `key=value\n` in declaration order (unset values empty, as Java prints
-/// null), then the extra keys sorted. Java: `MixAll#printObjectProperties`
+/// null), then the extra keys sorted; secrets shown as [`REDACTED`].
+/// Java: `MixAll#printObjectProperties`
 pub fn print_text<T: Keys>(table: &T) -> String {
     let mut out = String::new();
     for key in T::keys() {
         let value = table.value(key).unwrap_or_default();
-        out.push_str(&format!("{key}={value}\n"));
+        out.push_str(&format!("{key}={}\n", shown(key, &value)));
     }
     for (key, value) in table.extra() {
-        out.push_str(&format!("{key}={value}\n"));
+        out.push_str(&format!("{key}={}\n", shown(key, value)));
     }
     out
 }
@@ -406,9 +445,14 @@ macro_rules! config_struct {
                 $crate::table::properties_text(self)
             }
 
+            /// The GET_*_CONFIG body: [`Self::to_properties_text`] with secrets redacted.
+            pub fn to_public_properties_text(&self) -> String {
+                $crate::table::public_properties_text(self)
+            }
+
             /// The `-p` listing: every typed key as `key=value\n` in Java declaration order
-            /// (unset values empty, as Java prints null), then the extra keys sorted.
-            /// Java: `MixAll#printObjectProperties`
+            /// (unset values empty, as Java prints null), then the extra keys sorted; secrets
+            /// redacted. Java: `MixAll#printObjectProperties`
             pub fn to_print_text(&self) -> String {
                 $crate::table::print_text(self)
             }
@@ -488,6 +532,22 @@ mod tests {
             (crate::DefaultValue::Unset, crate::JavaOrigin::None)
         );
         assert!(!home.dynamic);
+    }
+
+    #[test]
+    fn secret_values_are_redacted_in_listings_but_not_in_the_persisted_text() {
+        let mut s = Sample::default();
+        s.extra.insert("tls.server.keyPassword".into(), "hunter2".into());
+        s.extra.insert("emptySecretKey".into(), String::new());
+        for shown in [s.to_public_properties_text(), s.to_print_text()] {
+            assert!(shown.contains("tls.server.keyPassword=******\n"), "{shown}");
+            assert!(shown.contains("emptySecretKey=\n"), "an empty secret hides nothing: {shown}");
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        assert!(s.to_properties_text().contains("tls.server.keyPassword=hunter2"));
+        assert!(
+            is_secret_key("innerClientAuthenticationCredentials") && !is_secret_key("listenPort")
+        );
     }
 
     #[test]

@@ -44,10 +44,17 @@ async fn three_brokers(g: &Group, client: &client::Client) -> Vec<Broker> {
     brokers
 }
 
-fn heartbeat_all(g: &Group, brokers: &[Broker]) -> tokio_util::sync::CancellationToken {
+/// Keeps `brokers` heartbeating every node, asking for `timeout_ms` of liveness each time
+/// ([`NEVER_EXPIRES_MS`] unless the test wants a broker to expire once it stops).
+fn heartbeat_all(
+    g: &Group,
+    brokers: &[Broker],
+    timeout_ms: i64,
+) -> tokio_util::sync::CancellationToken {
     keep_heartbeating(
         g.addrs.clone(),
         brokers.iter().map(|b| (b.name.clone(), b.addr.clone(), b.id)).collect(),
+        timeout_ms,
     )
 }
 
@@ -57,7 +64,7 @@ async fn leader_failover_keeps_every_committed_event() {
     let client = client(&g.addrs);
     let leader = g.wait_leader(&[]).await;
     let brokers = three_brokers(&g, &client).await;
-    let beats = heartbeat_all(&g, &brokers);
+    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS);
     let elected = brokers[0].elect(&g, &client).await;
     assert_eq!(elected.code, success(), "{:?}", elected.remark);
     let altered = alter(&g, &client, GROUP_A, 1, 1, &[1, 2, 3], 1).await;
@@ -102,7 +109,7 @@ async fn an_isolated_leader_cannot_commit_and_stops_leading() {
     let mut g = Group::start(3).await;
     let client = client(&g.addrs);
     let brokers = three_brokers(&g, &client).await;
-    let beats = heartbeat_all(&g, &brokers);
+    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS);
     assert_eq!(brokers[0].elect(&g, &client).await.code, success());
     assert_eq!(alter(&g, &client, GROUP_A, 1, 1, &[1, 2, 3], 1).await.code, success());
     let old = g.wait_leader(&[]).await;
@@ -157,7 +164,7 @@ async fn every_node_restarted_from_disk_comes_back_with_the_same_state() {
     for port in [40911, 40921] {
         brokers.push(Broker::register(&g, &client, "broker-b", &format!("127.0.0.1:{port}")).await);
     }
-    let beats = heartbeat_all(&g, &brokers);
+    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS);
     assert_eq!(brokers[0].elect(&g, &client).await.code, success());
     assert_eq!(brokers[4].elect(&g, &client).await.code, success());
     assert_eq!(alter(&g, &client, GROUP_A, 1, 1, &[1, 3], 1).await.code, success());
@@ -220,8 +227,8 @@ async fn the_leader_elects_and_announces_a_new_master_when_the_master_stops_hear
         brokers.push(Broker::register(&g, &client, GROUP_A, &addr).await);
         sinks.push(rx);
     }
-    let master_beats = heartbeat_all(&g, &brokers[..1]);
-    let slave_beats = heartbeat_all(&g, &brokers[1..]);
+    let master_beats = heartbeat_all(&g, &brokers[..1], 3000);
+    let slave_beats = heartbeat_all(&g, &brokers[1..], NEVER_EXPIRES_MS);
     assert_eq!(brokers[0].elect(&g, &client).await.code, success());
     assert_eq!(alter(&g, &client, GROUP_A, 1, 1, &[1, 2, 3], 1).await.code, success());
 

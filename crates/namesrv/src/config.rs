@@ -232,9 +232,11 @@ conf::config_struct! {
     /// The PEM certificate chain, leaf first. Reloaded without a restart when the file changes.
     #[key(system_property)]
     tls_server_cert_path: Option<String> = "tls.server.certPath", None;
-    /// Java's switch for verifying client certificates. Unused: client certificates, when
-    /// `tls.server.need.client.auth` asks for them, are always verified.
-    #[key(system_property, no_effect)]
+    /// Java's switch for verifying client certificates: `true` checks a client certificate
+    /// (asked for by `tls.server.need.client.auth`) against `tls.server.trustCertPath`, and only
+    /// a checked certificate's subject CN can name an account; default `false` accepts any
+    /// certificate unchecked, as Java does (a warning at start says so).
+    #[key(system_property)]
     tls_server_auth_client: Option<String> = "tls.server.authClient", None;
     /// The PEM CA certificates that client certificates must chain to. Reloaded without a
     /// restart when the file changes.
@@ -340,6 +342,24 @@ conf::config_struct! {
     /// wildcard, and the remoting port).
     #[key(dynamic)]
     http_namesrv_addr: Option<String> = "httpNamesrvAddr", None;
+
+    // ---- Access control (no Java counterpart: the Java NameServer checks nothing). Unset
+    // (so absent from 319, like Java's output) unless the `-c` file sets them. ----
+    /// `authenticationEnabled`: check who sends each request (RocketMQ request signatures,
+    /// client certificates, address allow-lists) against the accounts in `authConfigPath`, and
+    /// refuse with NO_PERMISSION (16) what an account's role does not allow. Default `false`
+    /// (Java-compatible: every request accepted). Read once at start; 318 may not change it.
+    authentication_enabled: Option<bool> = "authenticationEnabled", None;
+    /// `authConfigPath`: the accounts file (YAML: `accounts` with `accessKey`, `secretKey`,
+    /// `role`, optional `whiteRemoteAddress` and `certificateCN`; optional
+    /// `globalWhiteRemoteAddresses`). Default `$HOME/namesrv/auth.yml`. Must exist and be valid
+    /// at start when authentication is on; re-read within a second of a change (a broken or
+    /// removed file keeps the previous accounts). Read once at start; 318 may not change it.
+    auth_config_path: Option<String> = "authConfigPath", None;
+    /// `authenticationMode`: `writes` (default: only state-changing requests must be
+    /// authenticated; route, cluster, topic, KV and config reads stay open) or `all` (every
+    /// request). Read once at start; 318 may not change it.
+    authentication_mode: Option<String> = "authenticationMode", None;
     }
 }
 
@@ -418,11 +438,51 @@ const RESTART_ONLY: [&str; 4] = ["listenPort", "bindAddress", "httpListenPort", 
 /// Keys of [`UPDATE_FLOORS`] for which 0 means "off".
 const ZERO_IS_OFF: &[&str] = &["serverChannelMaxIdleTimeSeconds", "serverFrameTimeoutSeconds"];
 
-/// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says.
+/// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says: Java's
+/// four; `routeSnapshotPath` (a path the server writes to, like the other two); and the
+/// access-control keys (a remote request must not be able to turn checking off or point it at
+/// another accounts file).
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
-/// Java's four, plus `routeSnapshotPath` (a path the server writes to, like the other two).
-pub const FIXED_BLACK_LIST: [&str; 5] =
-    ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "routeSnapshotPath"];
+pub const FIXED_BLACK_LIST: [&str; 8] = [
+    "configBlackList",
+    "configStorePath",
+    "kvConfigPath",
+    "rocketmqHome",
+    "routeSnapshotPath",
+    "authenticationEnabled",
+    "authConfigPath",
+    "authenticationMode",
+];
+
+/// Which requests must be authenticated when `authenticationEnabled` is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthMode {
+    /// Only state-changing requests (broker registration, KV and config writes, permission
+    /// changes, topic deletion); reads stay open so unmodified clients keep working.
+    #[default]
+    Writes,
+    /// Every request, reads included.
+    All,
+}
+
+impl AuthMode {
+    /// The value as written in the config: `writes` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMode::Writes => "writes",
+            AuthMode::All => "all",
+        }
+    }
+
+    /// `writes` or `all`.
+    fn parse(raw: &str) -> Option<AuthMode> {
+        match raw {
+            "writes" => Some(AuthMode::Writes),
+            "all" => Some(AuthMode::All),
+            _ => None,
+        }
+    }
+}
 
 impl Config {
     /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
@@ -447,6 +507,15 @@ impl Config {
             if number(key) < number(floor) {
                 let value = self.get(key).unwrap_or_default();
                 return Err(invalid(key, &value, &format!("must be at least {floor}")));
+            }
+        }
+        if let Some(mode) = &self.authentication_mode {
+            if AuthMode::parse(mode).is_none() {
+                return Err(conf::table::invalid(
+                    "authenticationMode",
+                    mode,
+                    "expected writes or all",
+                ));
             }
         }
         if self.bind_address.is_empty() {
@@ -525,6 +594,21 @@ impl Config {
             .into_iter()
             .map(|info| if RESTART_ONLY.contains(&info.key) { info.refused() } else { info })
             .collect()
+    }
+
+    /// `authenticationEnabled`, false when unset.
+    pub fn authentication_on(&self) -> bool {
+        self.authentication_enabled.unwrap_or(false)
+    }
+
+    /// `authConfigPath`, `$HOME/namesrv/auth.yml` when unset.
+    pub fn auth_file(&self) -> PathBuf {
+        PathBuf::from(self.auth_config_path.clone().unwrap_or_else(|| home_file("auth.yml")))
+    }
+
+    /// `authenticationMode`, `writes` when unset (a bad value never gets past [`Config::validate`]).
+    pub fn auth_mode(&self) -> AuthMode {
+        self.authentication_mode.as_deref().and_then(AuthMode::parse).unwrap_or_default()
     }
 
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
@@ -623,6 +707,9 @@ mod tests {
             list,
             [
                 "a",
+                "authConfigPath",
+                "authenticationEnabled",
+                "authenticationMode",
                 "b",
                 "configBlackList",
                 "configStorePath",
@@ -631,6 +718,61 @@ mod tests {
                 "routeSnapshotPath"
             ]
         );
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_print_and_319_but_persisted() {
+        let mut config = Config {
+            tls_server_key_password: Some("hunter2".into()),
+            authentication_enabled: Some(true),
+            ..Config::default()
+        };
+        config
+            .extra
+            .insert("innerClientAuthenticationCredentials".into(), "{\"secretKey\":\"x\"}".into());
+        for shown in [config.to_print_text(), config.to_public_properties_text()] {
+            assert!(!shown.contains("hunter2") && !shown.contains("secretKey"), "{shown}");
+            assert!(shown.contains("tls.server.keyPassword=******"), "{shown}");
+            assert!(shown.contains("innerClientAuthenticationCredentials=******"), "{shown}");
+            assert!(shown.contains("authenticationEnabled=true"), "{shown}");
+        }
+        assert!(config.to_properties_text().contains("tls.server.keyPassword=hunter2"));
+    }
+
+    #[test]
+    fn a_redacted_secret_sent_back_by_318_keeps_the_secret() {
+        let dir = tempfile::tempdir().expect("dir");
+        let config = Config {
+            tls_server_key_password: Some("hunter2".into()),
+            config_store_path: dir.path().join("ns.properties").to_string_lossy().into_owned(),
+            ..Config::default()
+        };
+        let shared = SharedConfig::new(config);
+        let listing = shared.to_public_properties_text();
+        let line =
+            listing.lines().find(|l| l.starts_with("tls.server.keyPassword=")).expect("listed");
+        assert_eq!(line, "tls.server.keyPassword=******");
+        shared
+            .apply_update(format!("{line}\norderMessageEnable=true\n").as_bytes())
+            .expect("update");
+        assert_eq!(shared.load().tls_server_key_password.as_deref(), Some("hunter2"));
+        assert!(shared.load().order_message_enable);
+    }
+
+    #[test]
+    fn access_control_keys_are_unset_by_default_and_absent_from_319() {
+        let config = Config::default();
+        assert!(!config.authentication_on());
+        assert_eq!(config.auth_mode(), AuthMode::Writes);
+        assert!(config.auth_file().ends_with("namesrv/auth.yml"));
+        assert!(!config.to_public_properties_text().contains("authentication"));
+        let mut config = Config::default();
+        config.set_known("authenticationMode", "all").expect("all");
+        assert_eq!(config.auth_mode(), AuthMode::All);
+        config.set_known("authenticationMode", "reads").expect("text");
+        let err = config.validate().expect_err("bad mode");
+        assert!(err.to_string().contains("authenticationMode"), "{err}");
+        assert!(config.set_known("authenticationEnabled", "yes").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use remoting::{version, RemotingCommand, RequestCode as C, ResponseCode};
 use tracing::{debug, warn};
 
+use crate::auth::{self, Caller, Refusal, Who};
 use crate::handler::{broker, config, kv, route, topic};
 use crate::state::{ConnCtx, State};
 
@@ -25,15 +26,65 @@ pub enum HandlerError {
     /// REQUEST_CODE_NOT_SUPPORTED (3).
     #[error("request type {0} not supported")]
     NotSupported(i32),
+    /// NO_PERMISSION (16): access control refused the request before any handler ran.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
 }
 
-/// Answers one frame. `None` when nothing must be written: the frame was a response (a
-/// nameserver sends no requests, so it is dropped) or the request was oneway.
+/// Access control for `request` (a no-op when `authenticationEnabled` is off): who it is from,
+/// or the refusal answer to send instead of running any handler. Response frames are not
+/// checked (they are dropped). Call [`dispatch_admitted`] with the `Who` after it.
+pub fn admit(
+    state: &State,
+    conn: &ConnCtx,
+    request: &RemotingCommand,
+) -> Result<Who, HandlerError> {
+    let Some(gate) = state.auth.as_deref() else {
+        return Ok(Who::Anonymous);
+    };
+    if request.is_response() {
+        return Ok(Who::Anonymous);
+    }
+    let caller = Caller { peer: conn.peer, certificate_cn: conn.certificate_cn.as_deref() };
+    Ok(gate.check(caller, request, tokio::time::Instant::now)?)
+}
+
+/// The answer to write for a request whose handling ended in `error` (e.g. a refusal by
+/// [`admit`]); `None` for a oneway request.
+pub fn finish(
+    state: &State,
+    request: &RemotingCommand,
+    error: HandlerError,
+) -> Option<RemotingCommand> {
+    if request.is_oneway() {
+        return None;
+    }
+    let mut response = error_response(request, error).respond_to(request);
+    response.serialize_type = state.serialize_type();
+    Some(response)
+}
+
+/// Answers one frame: [`admit`], then [`dispatch_admitted`]. `None` when nothing must be
+/// written: the frame was a response (a nameserver sends no requests, so it is dropped) or the
+/// request was oneway.
 /// Java: `NettyRemotingAbstract#processRequestCommand` + `DefaultRequestProcessor#processRequest`
 pub async fn dispatch(
     state: &Arc<State>,
     conn: &ConnCtx,
     request: RemotingCommand,
+) -> Option<RemotingCommand> {
+    match admit(state, conn, &request) {
+        Ok(who) => dispatch_admitted(state, conn, request, who).await,
+        Err(refused) => finish(state, &request, refused),
+    }
+}
+
+/// Answers one frame that [`admit`] accepted as `who`, and writes its audit line.
+pub async fn dispatch_admitted(
+    state: &Arc<State>,
+    conn: &ConnCtx,
+    request: RemotingCommand,
+    who: Who,
 ) -> Option<RemotingCommand> {
     if request.is_response() {
         debug!(peer = %conn.peer, opaque = request.opaque, "response received but no request matches; dropped");
@@ -74,6 +125,7 @@ pub async fn dispatch(
         };
         result.unwrap_or_else(|e| error_response(&request, e))
     };
+    auth::audit::record(&who, conn.peer, &request, (!request.is_oneway()).then_some(response.code));
     if request.is_oneway() {
         return None;
     }
@@ -96,6 +148,9 @@ fn error_response(request: &RemotingCommand, error: HandlerError) -> RemotingCom
                 ResponseCode::RequestCodeNotSupported,
                 Some(format!(" request type {code} not supported")),
             )
+        }
+        HandlerError::Refused(refusal) => {
+            RemotingCommand::response(ResponseCode::NoPermission, Some(refusal.to_string()))
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `run(listeners, config, shutdown)` serves the RocketMQ remoting protocol on a bound listener
 //! (and the HTTP operations surface on a second one, if given) until `shutdown` completes; the
 //! `mqnamesrv` binary is a thin wrapper around it (`listen::bind`, then `server::serve`).
+pub mod auth;
 mod background;
 pub mod cli;
 pub mod codec;
@@ -45,16 +46,32 @@ pub enum RunError {
     Kv(#[from] kv::KvError),
     #[error("TLS: {0}")]
     Tls(#[from] transport::TlsError),
+    #[error(transparent)]
+    Auth(#[from] auth::AccountsError),
 }
 
-/// Builds the server state from `config`: validates it, loads the KV store and the TLS
-/// context, and restores the route snapshot (when `routeSnapshotEnable`), so that the routes
-/// are there before the first client is accepted. Blocking (file I/O).
+/// Builds the server state from `config`: validates it, loads the KV store, the TLS context and
+/// (when `authenticationEnabled`) the accounts file, and restores the route snapshot (when
+/// `routeSnapshotEnable`), so that the routes are there before the first client is accepted.
+/// Blocking (file I/O).
 pub fn build_state(config: Config) -> Result<Arc<State>, RunError> {
     config.validate()?;
     let kv = kv::KvStore::load(&config.kv_config_path)?;
-    let tls = transport::TlsContext::new(tls_settings(&config))?;
-    let state = Arc::new(State::new(Arc::new(SharedConfig::new(config)), kv, tls));
+    let settings = tls_settings(&config);
+    if settings.mode != transport::TlsMode::Disabled
+        && !settings.test_mode
+        && settings.client_auth != transport::ClientAuth::None
+        && !settings.auth_client
+    {
+        tracing::warn!(
+            "client certificates are asked for but not checked: tls.server.authClient is false (Java's default), so any certificate is accepted and none is an identity; set tls.server.authClient=true and tls.server.trustCertPath to check them"
+        );
+    }
+    let tls = transport::TlsContext::new(settings)?;
+    let auth = auth::Auth::from_config(&config)?;
+    let mut state = State::new(Arc::new(SharedConfig::new(config)), kv, tls);
+    state.auth = auth.map(Arc::new);
+    let state = Arc::new(state);
     if let Some(file) = &state.route_snapshot {
         file.restore(&state.routes, state.now_ms());
     }

@@ -314,6 +314,9 @@ impl Format {
     }
 }
 
+/// Counts by a label value.
+pub type LabelCounts = Vec<(&'static str, u64)>;
+
 /// Values read from the server state at scrape time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StateGauges {
@@ -336,6 +339,9 @@ pub struct StateGauges {
     pub caps: CapGauges,
     /// The route snapshot's counters; `None` when `routeSnapshotEnable` is off.
     pub route_snapshot: Option<SnapshotGauges>,
+    /// Access control (when `authenticationEnabled`): requests accepted by how they were
+    /// authenticated, and refused by reason (the gate's counters, `auth::Counters`).
+    pub auth: Option<(LabelCounts, LabelCounts)>,
 }
 
 /// The resource caps at scrape time (kept in `limits.rs`).
@@ -406,6 +412,14 @@ impl StateGauges {
                         .then(|| gauge_value(now_ms.saturating_sub(taken) / 1000)),
                     size_bytes: gauge_value(stats.size_bytes()),
                 }
+            }),
+            auth: state.auth.as_deref().map(|gate| {
+                use crate::auth::{Accepted, Reason};
+                let c = &gate.counters;
+                (
+                    Accepted::ALL.iter().map(|a| (a.label(), c.accepted_count(*a))).collect(),
+                    Reason::ALL.iter().map(|r| (r.label(), c.refused_count(*r))).collect(),
+                )
             }),
         }
     }
@@ -487,6 +501,25 @@ impl StateGauges {
                 "route_snapshot_size_bytes",
                 "Size of the route snapshot on disk, bytes",
                 plain(snapshot.size_bytes),
+            );
+        }
+        if let Some((accepted, refused)) = &self.auth {
+            let family = |key: &'static str, counts: &[(&'static str, u64)]| {
+                let family = Family::<ReasonLabel, Counter>::default();
+                for (label, n) in counts {
+                    family.get_or_create(&[(key, *label)]).inc_by(*n);
+                }
+                family
+            };
+            r.register(
+                "auth_accepted",
+                "Requests access control checked and accepted, by how (signature, certificate, whitelisted_address)",
+                family("how", accepted),
+            );
+            r.register(
+                "auth_refused",
+                "Requests access control refused with NO_PERMISSION, by reason (no_signature, unknown_access_key, bad_signature, role_denied, address_denied, rate_limited)",
+                family("reason", refused),
             );
         }
     }

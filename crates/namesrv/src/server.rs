@@ -21,7 +21,7 @@ use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
 use crate::codec::{ServerCodec, ServerFrameError};
-use crate::dispatch::dispatch;
+use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::listen::Listeners;
 use crate::metrics::RequestResult;
@@ -165,7 +165,10 @@ async fn accept_one(
         Ok(negotiated) => {
             let metrics = &state.metrics;
             let labels = metrics.connection_opened(negotiated.tls, negotiated.proxied);
-            let ctx = ConnCtx { id, peer: negotiated.peer, close };
+            let ctx = ConnCtx {
+                certificate_cn: negotiated.certificate_cn.map(Arc::from),
+                ..ConnCtx::new(id, negotiated.peer, close)
+            };
             let counters = metrics
                 .enabled()
                 .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
@@ -255,27 +258,39 @@ pub async fn serve_connection<S>(
                     writable = false;
                     break;
                 }
-                let result;
-                if request.code == ROUTE_CODE
-                    && crate::handler::route::write_route(
-                        state,
-                        &request,
-                        framed.write_buffer_mut(),
-                    )
-                {
-                    // Answered in place.
-                    result = RequestResult::Answered(SUCCESS);
-                } else if let Some(response) = dispatch(state, ctx, request).await {
-                    result = RequestResult::Answered(response.code);
-                    // Below the backpressure boundary (flushed above), so `feed` only encodes.
-                    if let Err(e) = framed.feed(response).await {
-                        debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                        writable = false;
-                        break;
+                // `None`: answered in place (GET_ROUTEINFO_BY_TOPIC, after access control).
+                let answer = if request.code == ROUTE_CODE {
+                    match dispatch::admit(state, ctx, &request) {
+                        Ok(who) => {
+                            if crate::handler::route::write_route(
+                                state,
+                                &request,
+                                framed.write_buffer_mut(),
+                            ) {
+                                None
+                            } else {
+                                Some(dispatch::dispatch_admitted(state, ctx, request, who).await)
+                            }
+                        }
+                        Err(refused) => Some(dispatch::finish(state, &request, refused)),
                     }
                 } else {
-                    result = RequestResult::Oneway;
-                }
+                    Some(dispatch::dispatch(state, ctx, request).await)
+                };
+                let result = match answer {
+                    None => RequestResult::Answered(SUCCESS),
+                    Some(Some(response)) => {
+                        let code = response.code;
+                        // Below the backpressure boundary (flushed above), so `feed` only encodes.
+                        if let Err(e) = framed.feed(response).await {
+                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                            writable = false;
+                            break;
+                        }
+                        RequestResult::Answered(code)
+                    }
+                    Some(None) => RequestResult::Oneway,
+                };
                 if let Some(started) = started {
                     if counted {
                         let now = std::time::Instant::now();
@@ -539,7 +554,7 @@ mod tests {
     fn connect(state: &Arc<State>, id: u64) -> (DuplexStream, tokio::task::JoinHandle<()>) {
         let (client, server_end) = tokio::io::duplex(4096);
         let state = Arc::clone(state);
-        let ctx = ConnCtx { id, peer: "127.0.0.1:1".parse().expect("addr"), close: Arc::default() };
+        let ctx = ConnCtx::new(id, "127.0.0.1:1".parse().expect("addr"), Arc::default());
         let (trigger, shutdown) = crate::shutdown::channel();
         let task = tokio::spawn(async move {
             serve_connection(&state, server_end, &ctx, shutdown).await;

@@ -30,6 +30,16 @@ pub struct ConnCtx {
     pub peer: SocketAddr,
     /// Notified when the server wants this connection closed (its broker expired).
     pub close: Arc<tokio::sync::Notify>,
+    /// The subject CN of the client's TLS certificate, when it presented one that was verified
+    /// against `tls.server.trustCertPath` (an identity for access control).
+    pub certificate_cn: Option<Arc<str>>,
+}
+
+impl ConnCtx {
+    /// A plain connection (no client certificate).
+    pub fn new(id: ConnId, peer: SocketAddr, close: Arc<tokio::sync::Notify>) -> Self {
+        ConnCtx { id, peer, close, certificate_cn: None }
+    }
 }
 
 /// An unregistration waiting for the batch task, with why it was asked for.
@@ -70,6 +80,8 @@ pub struct State {
     remoting_addr: std::sync::OnceLock<SocketAddr>,
     /// A [`Readiness`] as a byte.
     readiness: AtomicU8,
+    /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
+    pub auth: Option<Arc<crate::auth::Auth>>,
     unregister_tx: mpsc::Sender<QueuedUnregister>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     started: tokio::time::Instant,
@@ -110,6 +122,7 @@ impl State {
             broker_versions: crate::versions::BrokerVersions::default(),
             remoting_addr: std::sync::OnceLock::new(),
             readiness: AtomicU8::new(Readiness::Starting as u8),
+            auth: None,
             unregister_tx,
             unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
             started: tokio::time::Instant::now(),

@@ -28,7 +28,7 @@ fn master() -> Broker {
 }
 
 fn ctx() -> ConnCtx {
-    ConnCtx { id: 1, peer: "127.0.0.1:1".parse().expect("addr"), close: Arc::default() }
+    ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default())
 }
 
 async fn register(state: &Arc<State>, broker: &Broker, topics: &[&str]) {

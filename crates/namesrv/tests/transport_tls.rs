@@ -11,13 +11,9 @@ use std::time::Duration;
 use namesrv::transport::{
     negotiate, spawn_reloader_every, ClientAuth, TlsContext, TlsMode, TlsSettings, TransportError,
 };
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, RootCertStore};
+use rcgen::ExtendedKeyUsagePurpose;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -25,12 +21,16 @@ use tokio::task::JoinHandle;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+mod common;
+
+use common::pki::{client_config, Ca, Leaf};
+
 /// Upper bound for anything a test waits for.
 const LIMIT: Duration = Duration::from_secs(10);
 /// Handshake timeout used by servers that are not testing it.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 
-type Outcome = Result<(SocketAddr, bool), TransportError>;
+type Outcome = Result<(SocketAddr, bool, Option<String>), TransportError>;
 
 /// Accepts connections, runs `negotiate`, reports each outcome, then echoes bytes.
 struct EchoServer {
@@ -60,7 +60,7 @@ impl EchoServer {
                 tokio::spawn(async move {
                     match negotiate(tcp, peer, &ctx, handshake_timeout).await {
                         Ok(n) => {
-                            let _ = tx.send(Ok((n.peer, n.tls)));
+                            let _ = tx.send(Ok((n.peer, n.tls, n.certificate_cn)));
                             let mut stream = n.stream;
                             let mut buf = [0u8; 1024];
                             while let Ok(len @ 1..) = stream.read(&mut buf).await {
@@ -89,6 +89,12 @@ impl EchoServer {
     }
 
     async fn accepted(&mut self) -> (SocketAddr, bool) {
+        let (peer, tls, _) = self.accepted_with_cn().await;
+        (peer, tls)
+    }
+
+    /// The next accepted connection with the subject CN negotiation took as its identity.
+    async fn accepted_with_cn(&mut self) -> (SocketAddr, bool, Option<String>) {
         match self.outcome().await {
             Ok(ok) => ok,
             Err(e) => panic!("connection refused: {e}"),
@@ -117,28 +123,6 @@ async fn assert_closed<S: AsyncRead + Unpin>(stream: &mut S) {
     }
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn client_config(
-    roots: &[CertificateDer<'static>],
-    identity: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
-) -> Arc<ClientConfig> {
-    let mut store = RootCertStore::empty();
-    for root in roots {
-        store.add(root.clone()).unwrap();
-    }
-    let builder = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(store);
-    Arc::new(match identity {
-        Some((cert, key)) => builder.with_client_auth_cert(vec![cert], key).unwrap(),
-        None => builder.with_no_client_auth(),
-    })
-}
-
 async fn tls_connect(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
@@ -154,47 +138,6 @@ async fn tls_connect(
 
 fn served_cert(stream: &TlsStream<TcpStream>) -> CertificateDer<'static> {
     stream.get_ref().1.peer_certificates().unwrap()[0].clone().into_owned()
-}
-
-/// A CA that signs server and client certificates.
-struct Ca {
-    cert: CertificateDer<'static>,
-    pem: String,
-    issuer: Issuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        Ca { cert: cert.der().clone(), pem: cert.pem(), issuer: Issuer::new(params, key) }
-    }
-
-    /// A leaf certificate for `localhost`.
-    fn leaf(&self, name: &str, usage: ExtendedKeyUsagePurpose) -> Leaf {
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.extended_key_usages = vec![usage];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-            cert: cert.der().clone(),
-            key: PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
-        }
-    }
-}
-
-struct Leaf {
-    cert_pem: String,
-    key_pem: String,
-    cert: CertificateDer<'static>,
-    key: PrivateKeyDer<'static>,
 }
 
 /// Certificate files on disk for a non-test-mode server.
@@ -229,6 +172,7 @@ impl Files {
             key_password: None,
             trust_cert_path: Some(self.trust.clone()),
             client_auth,
+            auth_client: true,
         }
     }
 }
@@ -332,12 +276,47 @@ mod transport {
         }
         assert!(matches!(server.outcome().await, Err(TransportError::Handshake(_))));
 
-        // A certificate signed by the trusted CA is accepted.
+        // A certificate signed by the trusted CA is accepted, and its CN is the identity.
         let client = ca.leaf("broker-a", ExtendedKeyUsagePurpose::ClientAuth);
         let config = client_config(&roots, Some((client.cert, client.key)));
         let mut stream = tls_connect(server.addr, config, b"").await.unwrap();
         roundtrip(&mut stream, b"mutual").await;
-        assert!(server.accepted().await.1);
+        let (_, tls, cn) = server.accepted_with_cn().await;
+        assert!(tls);
+        assert_eq!(cn.as_deref(), Some("broker-a"));
+    }
+
+    #[tokio::test]
+    async fn auth_client_false_requires_a_certificate_but_accepts_any_and_takes_no_identity_from_it(
+    ) {
+        let ca = Ca::new("trusted CA");
+        let server_leaf = ca.leaf("namesrv", ExtendedKeyUsagePurpose::ServerAuth);
+        let files = Files::new(&server_leaf, &ca.pem);
+        let settings = TlsSettings {
+            auth_client: false,
+            ..files.settings(TlsMode::Enforcing, ClientAuth::Require)
+        };
+        let ctx = TlsContext::new(settings).unwrap();
+        assert!(!ctx.verifies_client_certificates());
+        let mut server = EchoServer::start(Arc::new(ctx), HANDSHAKE).await;
+        let roots = [ca.cert.clone()];
+
+        // Still required: no certificate, no connection.
+        if let Ok(mut stream) = tls_connect(server.addr, client_config(&roots, None), b"").await {
+            let _ = stream.write_all(b"x").await;
+            assert_closed(&mut stream).await;
+        }
+        assert!(matches!(server.outcome().await, Err(TransportError::Handshake(_))));
+
+        // A certificate no trusted CA signed is accepted (Java's InsecureTrustManagerFactory),
+        // but its CN is no identity: nothing vouches for it.
+        let stranger = Ca::new("other CA").leaf("ops-admin", ExtendedKeyUsagePurpose::ClientAuth);
+        let config = client_config(&roots, Some((stranger.cert, stranger.key)));
+        let mut stream = tls_connect(server.addr, config, b"").await.unwrap();
+        roundtrip(&mut stream, b"any certificate").await;
+        let (_, tls, cn) = server.accepted_with_cn().await;
+        assert!(tls);
+        assert_eq!(cn, None);
     }
 
     /// Connects until the served certificate is `expected` (the reloader polls in the background).

@@ -9,6 +9,7 @@ pub mod fastjson;
 pub mod frame;
 pub mod header;
 pub mod headers;
+pub mod signature;
 
 pub use code::{version, LanguageCode, RequestCode, ResponseCode};
 pub use command::{ExtFields, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};

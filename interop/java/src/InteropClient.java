@@ -12,6 +12,8 @@
 //   nsquery       ns=ADDR [topic=T] [kvNamespace=N kvKey=K kvValue=V]
 //                 talks to the nameserver only (through a started producer's client API):
 //                 cluster info, the route of T, a KV put then get; prints CLUSTER/ROUTE/KV lines
+// Any producer mode also takes accessKey=AK secretKey=SK: every request is then signed with
+// an AclClientRPCHook (looked up by name, so the source compiles against either generation).
 // Every mode prints machine-readable lines starting with "RESULT " or "SEND ".
 
 import java.nio.charset.StandardCharsets;
@@ -79,8 +81,21 @@ public class InteropClient {
         return v;
     }
 
+    /** An AclClientRPCHook for accessKey=/secretKey=, or null without them. */
+    private static org.apache.rocketmq.remoting.RPCHook aclHook(Map<String, String> opt) throws Exception {
+        String accessKey = opt.get("accessKey");
+        if (accessKey == null) {
+            return null;
+        }
+        Class<?> credentials = Class.forName("org.apache.rocketmq.acl.common.SessionCredentials");
+        Object c = credentials.getConstructor(String.class, String.class).newInstance(accessKey, need(opt, "secretKey"));
+        Class<?> hook = Class.forName("org.apache.rocketmq.acl.common.AclClientRPCHook");
+        return (org.apache.rocketmq.remoting.RPCHook) hook.getConstructor(credentials).newInstance(c);
+    }
+
     private static DefaultMQProducer newProducer(Map<String, String> opt, String group) throws Exception {
-        DefaultMQProducer p = new DefaultMQProducer(group);
+        org.apache.rocketmq.remoting.RPCHook hook = aclHook(opt);
+        DefaultMQProducer p = hook == null ? new DefaultMQProducer(group) : new DefaultMQProducer(group, hook);
         // ns=- : no nameserver address; the client fetches it from the address server named by
         // -Drocketmq.namesrv.domain (TopAddressing).
         String ns = need(opt, "ns");

@@ -34,12 +34,22 @@ pub struct Server {
 impl Net {
     /// `n` nameservers with default config.
     pub fn start(n: usize) -> Self {
+        Self::start_with(n, None)
+    }
+
+    /// `n` nameservers enforcing access control (`authenticationMode=writes`) with this
+    /// accounts file.
+    pub fn start_enforcing(n: usize, accounts: &str) -> Self {
+        Self::start_with(n, Some(accounts))
+    }
+
+    fn start_with(n: usize, accounts: Option<&str>) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
-        let servers = (0..n).map(|_| rt.block_on(start_server())).collect();
+        let servers = (0..n).map(|_| rt.block_on(start_server(accounts))).collect();
         Self { servers, brokers: std::sync::Mutex::default(), rt }
     }
 
@@ -67,6 +77,18 @@ impl Net {
     /// Registers master `name` of DefaultCluster at `addr` with `topics` (plus its broker-name
     /// topic) on server `i`.
     pub fn register(&self, i: usize, name: &str, addr: &str, topics: &[(&str, i32)]) {
+        self.register_signed(i, name, addr, topics, None);
+    }
+
+    /// [`Net::register`] with requests signed by `credentials`.
+    pub fn register_signed(
+        &self,
+        i: usize,
+        name: &str,
+        addr: &str,
+        topics: &[(&str, i32)],
+        credentials: Option<client::Credentials>,
+    ) {
         let id = BrokerIdentity::master("DefaultCluster", name, addr);
         let table = topics
             .iter()
@@ -90,7 +112,8 @@ impl Net {
             },
             compressed: false,
         };
-        let client = self.client(i);
+        let config = client::ClientConfig { credentials, ..client::ClientConfig::default() };
+        let client = Client::with_config(&self.servers[i].addr, config).expect("client");
         self.block_on(client.register_broker(&req)).expect("registered");
         self.brokers.lock().expect("lock").push(client);
     }
@@ -103,14 +126,19 @@ impl Net {
     }
 }
 
-async fn start_server() -> Server {
+async fn start_server(accounts: Option<&str>) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |f: &str| dir.path().join(f).to_string_lossy().into_owned();
-    let config = namesrv::Config {
+    let mut config = namesrv::Config {
         kv_config_path: path("kvConfig.json"),
         config_store_path: path("namesrv.properties"),
         ..namesrv::Config::default()
     };
+    if let Some(accounts) = accounts {
+        std::fs::write(dir.path().join("auth.yml"), accounts).expect("accounts file");
+        config.authentication_enabled = Some(true);
+        config.auth_config_path = Some(path("auth.yml"));
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -120,10 +148,14 @@ async fn start_server() -> Server {
     Server { addr, _dir: dir, _stop: stop }
 }
 
-/// The `mqadmin` binary with NAMESRV_ADDR cleared and a time limit.
+/// The `mqadmin` binary with NAMESRV_ADDR and the credential sources cleared and a time limit.
 pub fn mqadmin() -> Command {
     let mut cmd = Command::cargo_bin("mqadmin").expect("binary built");
-    cmd.env_remove("NAMESRV_ADDR").timeout(LIMIT);
+    cmd.env_remove("NAMESRV_ADDR")
+        .env_remove("ROCKETMQ_ACCESS_KEY")
+        .env_remove("ROCKETMQ_SECRET_KEY")
+        .env_remove("ROCKETMQ_HOME")
+        .timeout(LIMIT);
     cmd
 }
 

@@ -129,8 +129,13 @@ impl SizeFlags {
 struct SuiteArgs {
     #[command(flatten)]
     sizes: SizeFlags,
-    /// Servers to run: ours, java, rocketmq-rust, ceiling (comma separated).
-    #[arg(long, default_value = "ours,java,rocketmq-rust,ceiling", value_delimiter = ',')]
+    /// Servers to run: ours, ours-auth (ours with authenticationMode=all, S1 only), java,
+    /// rocketmq-rust, ceiling (comma separated).
+    #[arg(
+        long,
+        default_value = "ours,ours-auth,java,rocketmq-rust,ceiling",
+        value_delimiter = ','
+    )]
     servers: Vec<String>,
     /// Our `mqnamesrv` binary.
     #[arg(long)]
@@ -229,7 +234,7 @@ async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
             std::fs::canonicalize(&p).with_context(|| format!("--{flag} {}", p.display()))
         };
         specs.push(match kind {
-            Kind::Ours => Spec {
+            Kind::Ours | Kind::OursAuth => Spec {
                 kind,
                 program: need(&a.ours, "ours")?,
                 java_lib: None,
@@ -366,7 +371,7 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
     let bodies: Vec<Arc<RegistrationBody>> = (0..shape.clusters)
         .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
         .collect();
-    let fleet = Fleet::new(&a.addr, &topology, &bodies)?;
+    let fleet = Fleet::new(&a.addr, &topology, &bodies, None)?;
     if !a.no_populate {
         let t = Instant::now();
         fleet.populate(8).await?;
@@ -379,7 +384,7 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
         rate_per_task: None,
         stop: None,
     };
-    let mode = suite::ReadMode::new(&sizes.reader, &topology.topics)?;
+    let mode = suite::ReadMode::new(&sizes.reader, &topology.topics, None)?;
     if !a.skip_s1 {
         let (rec, elapsed) =
             suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed).await?;

@@ -43,7 +43,7 @@ pub async fn run(cfg: FleetConfig, topology: &Topology, control: Control) -> any
     let brokers: Vec<Arc<tokio::sync::Mutex<Registrar>>> = topology
         .brokers()
         .into_iter()
-        .map(|(c, id)| Registrar::new(&cfg.addr, id, bodies[c].clone(), cfg.timeout))
+        .map(|(c, id)| Registrar::new(&cfg.addr, id, bodies[c].clone(), cfg.timeout, None))
         .map(|r| r.map(|r| Arc::new(tokio::sync::Mutex::new(r))))
         .collect::<anyhow::Result<_>>()?;
     let n = brokers.len();

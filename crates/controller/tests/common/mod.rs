@@ -326,11 +326,17 @@ impl Broker {
     }
 }
 
+/// A heartbeat timeout no test outlives: a broker heartbeating with it never expires while the
+/// test runs, however slow the machine (an expiry would trigger an election of its own).
+pub const NEVER_EXPIRES_MS: i64 = 600_000;
+
 /// Keeps `brokers` heartbeating every node in `addrs`, each on its own connections like real
-/// brokers, until the returned token is cancelled.
+/// brokers, until the returned token is cancelled; each heartbeat asks for `timeout_ms` of
+/// liveness.
 pub fn keep_heartbeating(
     addrs: Vec<String>,
     brokers: Vec<(String, String, i64)>,
+    timeout_ms: i64,
 ) -> CancellationToken {
     let stop = CancellationToken::new();
     let token = stop.clone();
@@ -340,7 +346,7 @@ pub fn keep_heartbeating(
             for ((name, addr, id), client) in brokers.iter().zip(&clients) {
                 let b = Broker { name: name.clone(), addr: addr.clone(), id: *id };
                 for node in &addrs {
-                    b.heartbeat(client, node, 3000).await;
+                    b.heartbeat(client, node, timeout_ms).await;
                 }
             }
             tokio::select! {

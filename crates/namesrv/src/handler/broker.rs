@@ -506,8 +506,7 @@ mod tests {
             ..Config::default()
         })
         .expect("state");
-        let conn =
-            ConnCtx { id: 1, peer: "127.0.0.1:1".parse().expect("addr"), close: Arc::default() };
+        let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
         let first = registration(2_000, 1);
         assert!(first.body_bytes().len() > INLINE_REGISTER_BODY_LIMIT, "goes to the lane");
         assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);

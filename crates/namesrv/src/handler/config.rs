@@ -40,10 +40,10 @@ pub async fn update(state: &State, request: &RemotingCommand) -> HandlerResult {
     }
 }
 
-/// 319: every config key as sorted `key=value` lines; no body when there are none.
-/// Java: `DefaultRequestProcessor#getConfig`
+/// 319: every config key as sorted `key=value` lines, secrets redacted; no body when there are
+/// none. Java: `DefaultRequestProcessor#getConfig`
 pub fn get(state: &State) -> HandlerResult {
-    let text = state.config.to_properties_text();
+    let text = state.config.to_public_properties_text();
     if text.trim().is_empty() {
         return Ok(success());
     }

@@ -68,11 +68,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 
 pub use proxy::{ProxyError, ProxyHeader};
+pub(crate) use reload::{hash_file, poll_blocking};
 pub use reload::{spawn_reloader, spawn_reloader_every, DEFAULT_INTERVAL};
 pub use rewind::Rewind;
 pub use settings::{
-    ClientAuth, TlsMode, TlsSettings, DEFAULT_CONFIG_FILE, KEY_CERT_PATH, KEY_CLIENT_AUTH,
-    KEY_CONFIG_FILE, KEY_KEY_PASSWORD, KEY_KEY_PATH, KEY_MODE, KEY_TEST_MODE, KEY_TRUST_CERT_PATH,
+    ClientAuth, TlsMode, TlsSettings, DEFAULT_CONFIG_FILE, KEY_AUTH_CLIENT, KEY_CERT_PATH,
+    KEY_CLIENT_AUTH, KEY_CONFIG_FILE, KEY_KEY_PASSWORD, KEY_KEY_PATH, KEY_MODE, KEY_TEST_MODE,
+    KEY_TRUST_CERT_PATH,
 };
 pub use tls::{TlsContext, TlsError};
 use unclean::UncleanEof;
@@ -96,6 +98,9 @@ pub struct Negotiated {
     pub peer: SocketAddr,
     /// Whether the stream is TLS.
     pub tls: bool,
+    /// The subject CN of the client certificate, when one was presented and verified against
+    /// the trust certificates (never when `tls.server.authClient=false` accepts any certificate).
+    pub certificate_cn: Option<String>,
     /// Whether the connection began with a PROXY protocol preface.
     pub proxied: bool,
 }
@@ -204,22 +209,25 @@ async fn negotiate_untimed(
         }
         let acceptor = tls.acceptor().ok_or(TransportError::NoTlsContext)?;
         // A peer closing without close_notify is an ordinary disconnect (see `unclean`).
-        let stream: BoxedStream = if replay.is_empty() {
+        let verified = tls.verifies_client_certificates();
+        let (stream, certificate_cn): (BoxedStream, _) = if replay.is_empty() {
             let tls_stream = acceptor.accept(tcp).await.map_err(TransportError::Handshake)?;
-            Box::pin(UncleanEof::new(tls_stream))
+            let cn = verified.then(|| tls::client_cn(tls_stream.get_ref().1)).flatten();
+            (Box::pin(UncleanEof::new(tls_stream)), cn)
         } else {
             let io = Rewind::new(replay, tcp);
             let tls_stream = acceptor.accept(io).await.map_err(TransportError::Handshake)?;
-            Box::pin(UncleanEof::new(tls_stream))
+            let cn = verified.then(|| tls::client_cn(tls_stream.get_ref().1)).flatten();
+            (Box::pin(UncleanEof::new(tls_stream)), cn)
         };
-        return Ok(Negotiated { stream, peer, tls: true, proxied });
+        return Ok(Negotiated { stream, peer, tls: true, proxied, certificate_cn });
     }
     if tls.mode() == TlsMode::Enforcing {
         return Err(TransportError::PlaintextRefused);
     }
     let stream: BoxedStream =
         if replay.is_empty() { Box::pin(tcp) } else { Box::pin(Rewind::new(replay, tcp)) };
-    Ok(Negotiated { stream, peer, tls: false, proxied })
+    Ok(Negotiated { stream, peer, tls: false, proxied, certificate_cn: None })
 }
 
 /// Waits for the first unread byte without consuming it.

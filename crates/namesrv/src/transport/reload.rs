@@ -42,32 +42,48 @@ pub fn spawn_reloader_every(
     // The baseline is taken now, so a change made right after this call is not missed.
     let watcher = (ctx.mode() != TlsMode::Disabled).then(|| Watcher::new(ctx.settings()));
     tokio::spawn(async move {
-        let Some(mut watcher) = watcher.filter(|w| !w.files.is_empty()) else {
+        let Some(watcher) = watcher.filter(|w| !w.files.is_empty()) else {
             return;
         };
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut shutdown = std::pin::pin!(shutdown);
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => break,
-                _ = ticker.tick() => {}
-            }
-            let ctx = ctx.clone();
-            match tokio::task::spawn_blocking(move || {
-                watcher.step(&ctx);
-                watcher
-            })
-            .await
-            {
-                Ok(w) => watcher = w,
-                Err(e) => {
-                    tracing::error!(error = %e, "TLS certificate watcher stopped");
-                    break;
-                }
+        poll_blocking(watcher, interval, shutdown, "TLS certificate watcher", move |w| {
+            w.step(&ctx)
+        })
+        .await;
+    })
+}
+
+/// Runs `step` on `watcher` on the blocking pool every `interval` (the first time one interval
+/// from now) until `shutdown` completes; a step that panics ends the loop with an error naming
+/// `what`. The file watchers' loop (certificates, accounts).
+pub(crate) async fn poll_blocking<W: Send + 'static>(
+    mut watcher: W,
+    interval: Duration,
+    shutdown: impl Future,
+    what: &'static str,
+    step: impl Fn(&mut W) + Clone + Send + 'static,
+) {
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = ticker.tick() => {}
+        }
+        let step = step.clone();
+        match tokio::task::spawn_blocking(move || {
+            step(&mut watcher);
+            watcher
+        })
+        .await
+        {
+            Ok(w) => watcher = w,
+            Err(e) => {
+                tracing::error!(error = %e, "{what} stopped");
+                break;
             }
         }
-    })
+    }
 }
 
 /// Which of the three roles a file plays (one file may play several).
@@ -162,7 +178,8 @@ impl Watcher {
     }
 }
 
-fn hash_file(path: &Path) -> Option<u64> {
+/// A hash of the file's content; `None` when it cannot be read.
+pub(crate) fn hash_file(path: &Path) -> Option<u64> {
     let bytes = std::fs::read(path).ok()?;
     let mut hasher = DefaultHasher::new();
     bytes.hash(&mut hasher);

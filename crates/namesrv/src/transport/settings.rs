@@ -20,6 +20,8 @@ pub const KEY_KEY_PASSWORD: &str = "tls.server.keyPassword";
 pub const KEY_TRUST_CERT_PATH: &str = "tls.server.trustCertPath";
 /// `tls.server.need.client.auth`.
 pub const KEY_CLIENT_AUTH: &str = "tls.server.need.client.auth";
+/// `tls.server.authClient`: whether client certificates are checked against the trust file.
+pub const KEY_AUTH_CLIENT: &str = "tls.server.authClient";
 /// `tls.config.file`: a properties file whose `tls.*` keys override the other source.
 pub const KEY_CONFIG_FILE: &str = "tls.config.file";
 /// Java's default for `tls.config.file`.
@@ -91,6 +93,11 @@ pub struct TlsSettings {
     pub trust_cert_path: Option<PathBuf>,
     /// `tls.server.need.client.auth`, default none.
     pub client_auth: ClientAuth,
+    /// `tls.server.authClient`, default false (Java's): when false a client certificate asked
+    /// for by `client_auth` is accepted whatever signed it (Java's `InsecureTrustManagerFactory`;
+    /// the handshake still proves the client holds its key); when true it must chain to
+    /// `trust_cert_path`. Ignored in test mode.
+    pub auth_client: bool,
 }
 
 impl Default for TlsSettings {
@@ -103,6 +110,7 @@ impl Default for TlsSettings {
             key_password: None,
             trust_cert_path: None,
             client_auth: ClientAuth::None,
+            auth_client: false,
         }
     }
 }
@@ -129,6 +137,9 @@ impl TlsSettings {
             key_password: non_blank(KEY_KEY_PASSWORD),
             trust_cert_path: non_blank(KEY_TRUST_CERT_PATH).map(|v| PathBuf::from(v.trim())),
             client_auth: ClientAuth::parse(lookup(KEY_CLIENT_AUTH).as_deref()),
+            // Java: Boolean.parseBoolean(System.getProperty(..., "false")).
+            auth_client: lookup(KEY_AUTH_CLIENT)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
         }
     }
 
@@ -205,6 +216,7 @@ mod tests {
             (KEY_KEY_PASSWORD, ""),
             (KEY_TRUST_CERT_PATH, "  "),
             (KEY_CLIENT_AUTH, "require"),
+            (KEY_AUTH_CLIENT, "TRUE"),
         ]));
         assert_eq!(s.mode, TlsMode::Enforcing);
         assert!(!s.test_mode);
@@ -213,6 +225,8 @@ mod tests {
         assert_eq!(s.key_password, None);
         assert_eq!(s.trust_cert_path, None);
         assert_eq!(s.client_auth, ClientAuth::Require);
+        assert!(s.auth_client);
+        assert!(!TlsSettings::from_lookup(lookup(&[(KEY_AUTH_CLIENT, "yes")])).auth_client);
     }
 
     #[test]

@@ -6,12 +6,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::CryptoProvider;
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::UnixTime;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
-use rustls::{RootCertStore, ServerConfig};
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+};
 use tokio_rustls::TlsAcceptor;
 
 use super::settings::{
@@ -140,6 +146,17 @@ impl TlsContext {
         &self.settings
     }
 
+    /// Whether a client certificate accepted by the handshake was checked against the trust
+    /// certificates (so its subject may serve as an identity): client auth asked for with
+    /// `tls.server.authClient=true`, or test mode with a trust file.
+    pub fn verifies_client_certificates(&self) -> bool {
+        if self.settings.test_mode {
+            self.settings.trust_cert_path.is_some()
+        } else {
+            self.settings.client_auth != ClientAuth::None && self.settings.auth_client
+        }
+    }
+
     /// The acceptor for a new connection, `None` when TLS cannot be served.
     pub fn acceptor(&self) -> Option<TlsAcceptor> {
         self.current.load().as_ref().map(|a| a.acceptor.clone())
@@ -193,7 +210,12 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
         })?;
         (load_certs(cert_path)?, load_key(key_path, settings.key_password.as_deref())?)
     };
-    let roots = settings.trust_cert_path.as_deref().map(load_roots).transpose()?;
+    // Java reads the trust file only when it checks client certificates with it.
+    let roots = if settings.test_mode || settings.auth_client {
+        settings.trust_cert_path.as_deref().map(load_roots).transpose()?
+    } else {
+        None
+    };
     // Test mode asks for an optional client certificate (Java: ClientAuth.OPTIONAL); without a trust
     // certificate there is nothing to check one against, so none is asked for.
     let client_auth = match (settings.test_mode, settings.client_auth) {
@@ -206,10 +228,17 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
         .map_err(|e| TlsError::Invalid { key: KEY_CERT_PATH, reason: e.to_string() })?;
     let builder = match (client_auth, roots) {
         (ClientAuth::None, _) => builder.with_no_client_auth(),
+        (mode, _) if !settings.test_mode && !settings.auth_client => {
+            // Java: tls.server.authClient=false trusts every client certificate.
+            builder.with_client_cert_verifier(Arc::new(AnyClientCertificate {
+                mandatory: mode == ClientAuth::Require,
+                algorithms: provider.signature_verification_algorithms,
+            }))
+        }
         (_, None) => {
             return Err(TlsError::Missing {
                 key: KEY_TRUST_CERT_PATH,
-                why: "when tls.server.need.client.auth is optional or require",
+                why: "when tls.server.need.client.auth is optional or require and tls.server.authClient is true",
             })
         }
         (mode, Some(roots)) => {
@@ -247,6 +276,68 @@ fn build(settings: &TlsSettings) -> Result<Active, TlsError> {
         .into_owned();
     let config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     Ok(Active { acceptor: TlsAcceptor::from(Arc::new(config)), certificate })
+}
+
+/// Accepts any client certificate (its chain is not checked), while the handshake still proves
+/// the client holds the certificate's key. Java: `InsecureTrustManagerFactory` when
+/// `tls.server.authClient=false`.
+#[derive(Debug)]
+struct AnyClientCertificate {
+    mandatory: bool,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for AnyClientCertificate {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.mandatory
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// The subject CN of the client's leaf certificate, if it sent one that has a CN.
+pub fn client_cn(connection: &rustls::ServerConnection) -> Option<String> {
+    let leaf = connection.peer_certificates()?.first()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref()).ok()?;
+    let cn = cert.subject().iter_common_name().next()?.as_str().ok()?.to_owned();
+    Some(cn)
 }
 
 /// A fresh self-signed certificate for `localhost` / `127.0.0.1`.
@@ -411,13 +502,24 @@ mod tests {
         assert_eq!(key_of(TlsContext::new(bad_cert).unwrap_err()), KEY_CERT_PATH);
         let bad_key = TlsSettings { key_path: Some(garbage.clone()), ..files(&p) };
         assert_eq!(key_of(TlsContext::new(bad_key).unwrap_err()), KEY_KEY_PATH);
-        let bad_trust = TlsSettings { trust_cert_path: Some(garbage), ..files(&p) };
+        let bad_trust =
+            TlsSettings { trust_cert_path: Some(garbage.clone()), auth_client: true, ..files(&p) };
         assert_eq!(key_of(TlsContext::new(bad_trust).unwrap_err()), KEY_TRUST_CERT_PATH);
 
         let no_cert = TlsSettings { cert_path: None, ..files(&p) };
         assert_eq!(key_of(TlsContext::new(no_cert).unwrap_err()), KEY_CERT_PATH);
-        let no_trust = TlsSettings { client_auth: ClientAuth::Require, ..files(&p) };
+        let no_trust =
+            TlsSettings { client_auth: ClientAuth::Require, auth_client: true, ..files(&p) };
         assert_eq!(key_of(TlsContext::new(no_trust).unwrap_err()), KEY_TRUST_CERT_PATH);
+
+        // Java reads no trust file when tls.server.authClient is false: any certificate goes.
+        let unchecked = TlsSettings {
+            client_auth: ClientAuth::Require,
+            trust_cert_path: Some(garbage),
+            ..files(&p)
+        };
+        let ctx = TlsContext::new(unchecked).expect("authClient=false needs no trust file");
+        assert!(!ctx.verifies_client_certificates());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Test harness: a nameserver on 127.0.0.1:0 in this process, and a raw remoting connection.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
