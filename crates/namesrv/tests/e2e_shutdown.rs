@@ -373,7 +373,14 @@ async fn http_listen_port_zero_opens_no_http_listener() {
     let config = write_config(dir.path(), "");
     let mut ns = spawn_namesrv(&config).await;
     let pid = ns.child.id().expect("running");
-    assert_eq!(listening_ports(pid), vec![ns.addr.port()], "the remoting port only");
+    let ports: std::collections::BTreeSet<u16> = listening_ports(pid).into_iter().collect();
+    assert_eq!(
+        ports,
+        std::collections::BTreeSet::from([ns.addr.port()]),
+        "the remoting port only (pid {pid}, fds {:?})",
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).collect::<Vec<_>>())
+    );
     send_signal(&ns.child, "TERM");
     assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
 }
