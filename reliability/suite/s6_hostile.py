@@ -208,7 +208,8 @@ def one(w, c, col, kind, key, what, attack, kw, bound, cap_name, extra):
           "%d / %d of %d" % (steady_err, fresh_err, fresh_n))
     c.fig("%s: RSS before → peak" % key, col, "%s → %s" % (fmt_mib(rss0), fmt_mib(peak)))
     shown = {k: v for k, v in result.items() if k != "log growth (KiB)" or key == "kv"}
-    c.fig("%s: what the attack got (%.0f s)" % (key, secs), col, "; ".join("%s: %s" % kv for kv in shown.items()))
+    c.fig("%s: what the attack got" % key, col,
+          "(%.0f s) " % secs + "; ".join("%s: %s" % (k, str(v).replace("\n", " ")) for k, v in shown.items()))
     if props:
         c.fig("%s: set for ours" % key, col, ", ".join("%s=%s" % kv for kv in props.items()))
     if col == JAVA:
