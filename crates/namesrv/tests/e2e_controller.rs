@@ -25,7 +25,7 @@ fn free_port() -> u16 {
 fn write_config(dir: &Path, controller_port: u16, extra: &str) -> std::path::PathBuf {
     let path = dir.join("namesrv.properties");
     let text = format!(
-        "listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={kv}\nenableControllerInNamesrv=true\n\
+        "listenPort=0\nhttpListenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={kv}\nenableControllerInNamesrv=true\n\
          controllerDLegerGroup=embedded\ncontrollerDLegerPeers=n0-127.0.0.1:{controller_port}\n\
          controllerDLegerSelfId=n0\ncontrollerStorePath={store}\n{extra}",
         kv = dir.join("kv.json").display(),
