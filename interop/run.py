@@ -21,18 +21,11 @@ sys.dont_write_bytecode = True  # no harness/__pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness.fixture import CACHE, Artifacts, Env, SetupError  # noqa: E402
-from harness.procs import Procs  # noqa: E402
+from harness.procs import Printer, Procs  # noqa: E402
 from harness.scenarios import RUN_ORDER, SCENARIOS, Ctx, Fail  # noqa: E402
 
 T0 = time.time()
-_print_lock = threading.Lock()
-
-
-def say(msg):
-    with _print_lock:
-        for i, line in enumerate(str(msg).splitlines() or [""]):
-            prefix = "[%6.1fs] " % (time.time() - T0) if i == 0 else "          "
-            print(prefix + line, flush=True)
+say = Printer(T0)
 
 
 class Timeout(BaseException):

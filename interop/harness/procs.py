@@ -147,6 +147,20 @@ class Procs:
                 pass
 
 
+class Printer:
+    """Thread-safe progress lines stamped with the seconds since `t0` (`Printer()(msg)`)."""
+
+    def __init__(self, t0=None):
+        self.t0 = time.time() if t0 is None else t0
+        self.lock = threading.Lock()
+
+    def __call__(self, msg):
+        with self.lock:
+            for i, line in enumerate(str(msg).splitlines() or [""]):
+                prefix = "[%6.1fs] " % (time.time() - self.t0) if i == 0 else "          "
+                print(prefix + line, flush=True)
+
+
 _allocated = set()
 
 

@@ -7,6 +7,8 @@ import subprocess
 import threading
 import time
 
+from harness.procs import Printer  # interop/harness
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RDIR = os.path.dirname(HERE)
 ROOT = os.path.dirname(RDIR)
@@ -14,14 +16,7 @@ CACHE = os.path.join(RDIR, ".cache")
 
 
 T0 = time.time()
-_print_lock = threading.Lock()
-
-
-def say(msg):
-    with _print_lock:
-        for i, line in enumerate(str(msg).splitlines() or [""]):
-            prefix = "[%6.1fs] " % (time.time() - T0) if i == 0 else "          "
-            print(prefix + line, flush=True)
+say = Printer(T0)
 
 
 class Fail(Exception):

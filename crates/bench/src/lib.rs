@@ -20,3 +20,15 @@ pub mod server;
 pub mod stats;
 pub mod suite;
 pub mod topology;
+
+/// What the binaries share at start: `tracing` to stderr (`RUST_LOG`, default `warn`) and a
+/// multi-threaded runtime.
+pub fn cli_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}

@@ -211,25 +211,34 @@ public class InteropClient {
             long s = System.currentTimeMillis();
             String line;
             try {
-                SendResult r = p.send(m);
-                line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " "
-                    + (r.getSendStatus() == SendStatus.SEND_OK ? "OK " : "FAIL ")
-                    + r.getMessageQueue().getBrokerName();
+                line = sendLine(s, p.send(m));
             } catch (Exception e) {
                 line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " FAIL "
                     + e.getClass().getSimpleName();
             }
-            System.out.println(line);
-            System.out.flush();
+            printAndPace(line, s, interval);
             i++;
-            long sleep = interval - (System.currentTimeMillis() - s);
-            if (sleep > 0) {
-                Thread.sleep(sleep);
-            }
         }
         p.shutdown();
         System.out.println("RESULT sends=" + i);
         return 0;
+    }
+
+    // "SEND <start ms> <latency ms> OK|FAIL <broker>" of a send that returned a result.
+    private static String sendLine(long start, SendResult r) {
+        return "SEND " + start + " " + (System.currentTimeMillis() - start) + " "
+            + (r.getSendStatus() == SendStatus.SEND_OK ? "OK " : "FAIL ")
+            + r.getMessageQueue().getBrokerName();
+    }
+
+    // Prints a SEND line at once, then sleeps out the rest of the interval that began at start.
+    private static void printAndPace(String line, long start, long interval) throws InterruptedException {
+        System.out.println(line);
+        System.out.flush();
+        long sleep = interval - (System.currentTimeMillis() - start);
+        if (sleep > 0) {
+            Thread.sleep(sleep);
+        }
     }
 
     private static int produceFresh(Map<String, String> opt) throws Exception {
@@ -246,10 +255,7 @@ public class InteropClient {
                 // A group and instance of its own: a new MQClientInstance with an empty route cache.
                 p = newProducer(opt, "interop_fresh_" + i);
                 Message m = new Message(topic, "TagF", "F-" + i, ("fresh-" + i).getBytes(StandardCharsets.UTF_8));
-                SendResult r = p.send(m);
-                line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " "
-                    + (r.getSendStatus() == SendStatus.SEND_OK ? "OK " : "FAIL ")
-                    + r.getMessageQueue().getBrokerName();
+                line = sendLine(s, p.send(m));
             } catch (Exception e) {
                 String msg = String.valueOf(e.getMessage()).split("\n")[0].replace(' ', '_');
                 line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " FAIL "
@@ -259,13 +265,8 @@ public class InteropClient {
                     p.shutdown();
                 }
             }
-            System.out.println(line);
-            System.out.flush();
+            printAndPace(line, s, interval);
             i++;
-            long sleep = interval - (System.currentTimeMillis() - s);
-            if (sleep > 0) {
-                Thread.sleep(sleep);
-            }
         }
         System.out.println("RESULT sends=" + i);
         return 0;

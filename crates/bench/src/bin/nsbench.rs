@@ -185,14 +185,8 @@ struct LoadArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = bench::cli_runtime()?;
     match cli.cmd {
         Cmd::Suite(a) => rt.block_on(async move {
             // On Ctrl-C / SIGTERM stop the servers too (they are not killed with us).
