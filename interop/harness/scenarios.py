@@ -1130,7 +1130,10 @@ SCENARIOS = {
     8: ("Differential test against the Java nameserver", s8_differential),
     9: ("TLS: Java client and broker to an enforcing SUT, mutual TLS", s9_tls),
 }
+# Scenarios 11-13 (controller mode) live in ctrlmode.py, which uses this module's helpers.
+from .ctrlmode import CTRL_SCENARIOS  # noqa: E402
+SCENARIOS.update(CTRL_SCENARIOS)
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
 # Scenario 9 uses nameservers and a broker of its own (stopped when it ends).
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 4]
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 4, 11, 12, 13]
