@@ -20,7 +20,7 @@ IDIR = os.path.dirname(HERE)
 ROOT = os.path.dirname(IDIR)
 CACHE = os.path.join(IDIR, ".cache")
 
-V5 = os.environ.get("RMQ5_VERSION", "5.3.3")
+V5 = os.environ.get("RMQ5_VERSION", "5.5.0")
 V4 = os.environ.get("RMQ4_VERSION", "4.9.3")
 # The release of the controller-mode scenarios (11-13): brokers, Java controller, clients, mqadmin.
 VC = os.environ.get("RMQ_CTRL_VERSION", "5.5.0")
@@ -35,9 +35,10 @@ class SetupError(Exception):
 
 
 # A RocketMQ broker refuses every write (code 14, "the broker's disk is full") once the disk
-# holding its store is 90 % used; 5.3.3 caps rocketmq.broker.diskSpaceWarningLevelRatio at 0.90,
-# so no setting lifts it. The stores are small and thrown away after the run, so they go to a
-# tmpfs when there is one with room, and the disk they land on is checked before a broker starts.
+# holding its store is 90 % used; 5.x caps the warning level (rocketmq.broker.diskSpaceWarningLevelRatio,
+# in 5.5.0 also the broker key diskSpaceWarningLevelRatio) at 0.90, so no setting lifts it. The
+# stores are small and thrown away after the run, so they go to a tmpfs when there is one with
+# room, and the disk they land on is checked before a broker starts.
 BROKER_DISK_FULL = 0.90
 SHM = "/dev/shm"
 
@@ -379,7 +380,7 @@ class Broker:
             "mappedFileSizeConsumeQueue": 60000,
             "maxHashSlotNum": 10000,
             "maxIndexNum": 40000,
-            # The timer store stays enabled (deleteTopic NPEs without it in 5.3.3) but small.
+            # The timer store stays enabled (deleteTopic NPEs without it in 5.3.3; kept for 5.5.0) but small.
             "mappedFileSizeTimerLog": 16 * 1024 * 1024,
             "brokerRole": "SLAVE" if self.broker_id else "ASYNC_MASTER",
             "flushDiskType": "ASYNC_FLUSH",

@@ -1,9 +1,10 @@
-//! `mqadmin`: the nameserver commands of the Java RocketMQ admin tool, with the same names, flags
-//! and text output, plus `--json` output and `nsDiff`. The binary only parses and calls [`run`].
+//! `mqadmin`: the nameserver and controller commands of the Java RocketMQ admin tool, with the
+//! same names, flags and text output, plus `--json` output and `nsDiff`. The binary only parses
+//! (see [`java_args`]) and calls [`run`].
 //!
-//! Architecture invariant: commands talk to nameservers only, never to brokers (so the broker
-//! statistics columns of `clusterList` show what Java prints when a broker cannot be reached,
-//! and `deleteTopic` does the nameserver part only).
+//! Architecture invariant: commands talk to nameservers (`-n`) and controllers (`-a`) only,
+//! never to brokers (so the broker statistics columns of `clusterList` show what Java prints
+//! when a broker cannot be reached, and `deleteTopic` does the nameserver part only).
 
 mod cmd;
 pub mod pretty;
@@ -14,7 +15,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Command line of `mqadmin`.
 #[derive(Debug, Parser)]
-#[command(name = "mqadmin", version, about = "RocketMQ admin tool (nameserver commands)")]
+#[command(
+    name = "mqadmin",
+    version,
+    about = "RocketMQ admin tool (nameserver and controller commands)"
+)]
 pub struct Cli {
     /// Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'
     #[arg(short = 'n', long = "namesrvAddr", env = "NAMESRV_ADDR", global = true)]
@@ -162,6 +167,89 @@ pub enum Command {
     /// they differ.
     #[command(name = "nsDiff")]
     NsDiff,
+    /// Get controller cluster's metadata.
+    #[command(name = "getControllerMetaData")]
+    GetControllerMetaData {
+        /// the address of controller
+        #[arg(short = 'a', long = "controllerAddress")]
+        controller_address: String,
+    },
+    /// Fetch syncStateSet for target brokers.
+    #[command(name = "getSyncStateSet")]
+    GetSyncStateSet {
+        /// the address of controller
+        #[arg(short = 'a', long = "controllerAddress")]
+        controller_address: String,
+        /// which cluster (its broker names come from the name servers of -n)
+        #[arg(short = 'c', long = "clusterName")]
+        cluster_name: Option<String>,
+        /// which broker to fetch
+        #[arg(short = 'b', long = "brokerName")]
+        broker_name: Option<String>,
+        /// the interval(second) of get info (repeat until interrupted)
+        #[arg(short = 'i', long = "interval")]
+        interval: Option<u64>,
+    },
+    /// Re-elect the specified broker as master.
+    #[command(name = "electMaster")]
+    ElectMaster {
+        /// The address of controller
+        #[arg(short = 'a', long = "controllerAddress")]
+        controller_address: String,
+        /// The id of the broker which requires to become master
+        #[arg(short = 'b', long = "brokerId")]
+        broker_id: i64,
+        /// The broker name of the replicas that require to be manipulated (Java: -bn)
+        #[arg(long = "brokerName")]
+        broker_name: String,
+        /// the clusterName of broker
+        #[arg(short = 'c', long = "clusterName")]
+        cluster_name: String,
+    },
+    /// Clean metadata of broker on controller.
+    #[command(name = "cleanBrokerMetadata")]
+    CleanBrokerMetadata {
+        /// The address of controller
+        #[arg(short = 'a', long = "controllerAddress")]
+        controller_address: String,
+        /// The brokerController id list which requires to clean metadata. eg: 1;2;3
+        #[arg(short = 'b', long = "brokerControllerIdsToClean")]
+        ids_to_clean: Option<String>,
+        /// The broker name of the replicas that require to be manipulated (Java: -bn)
+        #[arg(long = "brokerName")]
+        broker_name: String,
+        /// The clusterName of broker
+        #[arg(short = 'c', long = "clusterName")]
+        cluster_name: Option<String>,
+        /// Whether clean up living brokers, default value is false
+        #[arg(short = 'l', long = "cleanLivingBroker")]
+        clean_living_broker: bool,
+    },
+    /// Get controller config.
+    #[command(name = "getControllerConfig")]
+    GetControllerConfig {
+        /// Controller address list, eg: 192.168.0.1:9878;192.168.0.2:9878
+        #[arg(short = 'a', long = "controllerAddress")]
+        controller_address: String,
+    },
+    /// Update controller config.
+    #[command(name = "updateControllerConfig")]
+    UpdateControllerConfig {
+        /// Controller address list, eg: 192.168.0.1:9878;192.168.0.2:9878
+        #[arg(short = 'a', long = "controllerAddress")]
+        controller_address: String,
+        /// config key
+        #[arg(short = 'k', long = "key")]
+        key: String,
+        /// config value
+        #[arg(short = 'v', long = "value")]
+        value: String,
+    },
+}
+
+/// Java's two-letter short options (`-bn`), which clap cannot declare, as their long forms.
+pub fn java_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.into_iter().map(|a| if a == "-bn" { "--brokerName".into() } else { a }).collect()
 }
 
 impl Command {
@@ -183,6 +271,25 @@ impl Command {
             Self::DeleteTopic { .. } => "deleteTopic",
             Self::UpdateOrderConf { .. } => "updateOrderConf",
             Self::NsDiff => "nsDiff",
+            Self::GetControllerMetaData { .. } => "getControllerMetaData",
+            Self::GetSyncStateSet { .. } => "getSyncStateSet",
+            Self::ElectMaster { .. } => "electMaster",
+            Self::CleanBrokerMetadata { .. } => "cleanBrokerMetadata",
+            Self::GetControllerConfig { .. } => "getControllerConfig",
+            Self::UpdateControllerConfig { .. } => "updateControllerConfig",
+        }
+    }
+
+    /// The `-a` controller list of a controller command.
+    fn controller_address(&self) -> Option<&str> {
+        match self {
+            Self::GetControllerMetaData { controller_address }
+            | Self::GetSyncStateSet { controller_address, .. }
+            | Self::ElectMaster { controller_address, .. }
+            | Self::CleanBrokerMetadata { controller_address, .. }
+            | Self::GetControllerConfig { controller_address }
+            | Self::UpdateControllerConfig { controller_address, .. } => Some(controller_address),
+            _ => None,
         }
     }
 }
@@ -217,7 +324,10 @@ pub type Exit = u8;
 
 /// Output sink and settings shared by the commands.
 pub(crate) struct Ctx<'a> {
+    /// The name servers of `-n`, or for a controller command the controllers of `-a`.
     pub client: client::Client,
+    /// The name servers of `-n` when a controller command also gave them.
+    pub namesrv: Option<client::Client>,
     pub json: bool,
     pub out: &'a mut (dyn Write + Send),
 }
@@ -234,14 +344,27 @@ impl Ctx<'_> {
 
 /// Runs one parsed command line, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut (dyn Write + Send)) -> Result<Exit, AdminError> {
-    let addrs =
-        cli.namesrv_addr.as_deref().map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| {
-            AdminError::Usage(
-                "no name server address: use -n 'host:port;host:port' or NAMESRV_ADDR".into(),
-            )
-        })?;
-    let client = client::Client::new(addrs).map_err(|e| AdminError::Usage(e.to_string()))?;
-    let mut ctx = Ctx { client, json: cli.json, out };
+    let namesrv_addrs = cli.namesrv_addr.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let namesrv = namesrv_addrs
+        .map(client::Client::new)
+        .transpose()
+        .map_err(|e| AdminError::Usage(e.to_string()))?;
+    let (client, namesrv) = match cli.command.controller_address() {
+        Some(list) => {
+            let controllers =
+                client::Client::new(list.trim()).map_err(|e| AdminError::Usage(e.to_string()))?;
+            (controllers, namesrv)
+        }
+        None => {
+            let namesrv = namesrv.ok_or_else(|| {
+                AdminError::Usage(
+                    "no name server address: use -n 'host:port;host:port' or NAMESRV_ADDR".into(),
+                )
+            })?;
+            (namesrv, None)
+        }
+    };
+    let mut ctx = Ctx { client, namesrv, json: cli.json, out };
     let exit = cmd::run(&mut ctx, cli.command).await;
     ctx.client.close().await;
     exit

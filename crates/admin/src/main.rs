@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = admin::Cli::parse();
+    let cli = admin::Cli::parse_from(admin::java_args(std::env::args_os()));
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -8,6 +8,7 @@
 pub mod agent;
 mod client;
 mod connection;
+mod controller;
 mod error;
 mod namesrv;
 pub mod properties;

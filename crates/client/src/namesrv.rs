@@ -137,7 +137,7 @@ pub enum UnitTopics {
     HasUnitSubUnunit,
 }
 
-fn some(s: &str) -> Option<String> {
+pub(crate) fn some(s: &str) -> Option<String> {
     Some(s.to_owned())
 }
 
@@ -164,7 +164,7 @@ impl Client {
         Ok((addr, resp))
     }
 
-    async fn call_ok(&self, req: RemotingCommand) -> Result<(String, RemotingCommand)> {
+    pub(crate) async fn call_ok(&self, req: RemotingCommand) -> Result<(String, RemotingCommand)> {
         self.call(req, ResponseCode::Success).await
     }
 
@@ -493,7 +493,7 @@ impl Client {
     }
 }
 
-fn bad(addr: &str, reason: impl Into<String>) -> Error {
+pub(crate) fn bad(addr: &str, reason: impl Into<String>) -> Error {
     Error::BadResponse { addr: addr.to_owned(), reason: reason.into() }
 }
 
@@ -502,7 +502,7 @@ fn decode<T: DeserializeOwned>(addr: &str, bytes: &[u8]) -> Result<T> {
 }
 
 /// Decodes a body that must be there (Java's decode of a null body fails too).
-fn decode_opt<T: DeserializeOwned>(addr: &str, bytes: Option<&[u8]>) -> Result<T> {
+pub(crate) fn decode_opt<T: DeserializeOwned>(addr: &str, bytes: Option<&[u8]>) -> Result<T> {
     match bytes {
         Some(b) => decode(addr, b),
         None => Err(bad(addr, "response has no body")),

@@ -1,8 +1,9 @@
 //! Java-style server configuration shared by the nameserver and the controller: properties text
 //! ([`properties`]), typed key tables with Java names and defaults ([`config_struct!`],
 //! [`table`]), the running configuration that GET/UPDATE_*_CONFIG read and replace ([`Live`]),
-//! and crash-safe whole-file writes ([`persist`]).
+//! crash-safe whole-file writes ([`persist`]) and the server binaries' command line ([`cli`]).
 
+pub mod cli;
 pub mod live;
 pub mod persist;
 pub mod properties;

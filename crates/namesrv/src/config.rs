@@ -72,7 +72,9 @@ conf::config_struct! {
     enable_topic_list: bool = "enableTopicList", true;
     /// `notifyMinBrokerIdChanged` (dynamic): send NOTIFY_MIN_BROKER_ID_CHANGE.
     notify_min_broker_id_changed: bool = "notifyMinBrokerIdChanged", false;
-    /// `enableControllerInNamesrv`: embedded controller (not supported).
+    /// `enableControllerInNamesrv`: also run a RocketMQ 5 controller node in this process, on
+    /// its own port (its entry in `controllerDLegerPeers`; the controller keys are read from
+    /// the same file, see the controller's key reference). Default false. Read at start.
     enable_controller_in_namesrv: bool = "enableControllerInNamesrv", false;
     /// `needWaitForService` (dynamic): refuse route queries during warm-up.
     need_wait_for_service: bool = "needWaitForService", false;

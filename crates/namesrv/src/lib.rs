@@ -6,6 +6,7 @@
 mod background;
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod dispatch;
 pub mod events;
 pub mod handler;

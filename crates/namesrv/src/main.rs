@@ -23,7 +23,8 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -52,6 +53,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let local = listeners.remoting.local_addr()?;
     let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
     let serialize_type = config.effective_serialize_type();
+    let embedded = namesrv::controller::controller_config(&config)?;
     let state = namesrv::build_state(config)?;
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
@@ -64,7 +66,19 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         Some(addr) => println!("HTTP (metrics, probes, API, dashboard) on http://{addr}/"),
         None => println!("HTTP listener disabled (httpListenPort=0)"),
     }
-    namesrv::server::serve(listeners, state, shutdown_signal()).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let controller =
+        embedded.map(|c| namesrv::controller::spawn(c, None, stop.clone().cancelled_owned()));
+    let signal = stop.clone();
+    namesrv::server::serve(listeners, state, async move {
+        shutdown_signal().await;
+        signal.cancel();
+    })
+    .await;
+    stop.cancel();
+    if let Some(task) = controller {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+    }
     Ok(())
 }
 

@@ -11,6 +11,9 @@
 //                 [prefix=P] [stopFile=F]
 //                 prefix: body P-i (default loop-i), printed as the SEND line's 6th field;
 //                 stopFile: stop (and shut the producer down) as soon as that file exists
+//   produce-fresh ns=ADDR topic=T durationMs=D [intervalMs=500] [timeoutMs=3000]
+//                 a new producer (own client instance, so no cached route) per send, like an
+//                 application instance starting up; prints one SEND line per send
 //   nsquery       ns=ADDR [topic=T] [kvNamespace=N kvKey=K kvValue=V]
 //                 talks to the nameserver only (through a started producer's client API):
 //                 cluster info, the route of T, a KV put then get; prints CLUSTER/ROUTE/KV lines
@@ -63,6 +66,9 @@ public class InteropClient {
                 break;
             case "produce-loop":
                 rc = produceLoop(opt);
+                break;
+            case "produce-fresh":
+                rc = produceFresh(opt);
                 break;
             case "nsquery":
                 rc = nsQuery(opt);
@@ -236,6 +242,45 @@ public class InteropClient {
             }
         }
         p.shutdown();
+        System.out.println("RESULT sends=" + i);
+        return 0;
+    }
+
+    private static int produceFresh(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        long duration = Long.parseLong(need(opt, "durationMs"));
+        long interval = Long.parseLong(opt.getOrDefault("intervalMs", "500"));
+        long t0 = System.currentTimeMillis();
+        int i = 0;
+        while (System.currentTimeMillis() - t0 < duration) {
+            long s = System.currentTimeMillis();
+            String line;
+            DefaultMQProducer p = null;
+            try {
+                // A group and instance of its own: a new MQClientInstance with an empty route cache.
+                p = newProducer(opt, "interop_fresh_" + i);
+                Message m = new Message(topic, "TagF", "F-" + i, ("fresh-" + i).getBytes(StandardCharsets.UTF_8));
+                SendResult r = p.send(m);
+                line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " "
+                    + (r.getSendStatus() == SendStatus.SEND_OK ? "OK " : "FAIL ")
+                    + r.getMessageQueue().getBrokerName();
+            } catch (Exception e) {
+                String msg = String.valueOf(e.getMessage()).split("\n")[0].replace(' ', '_');
+                line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " FAIL "
+                    + e.getClass().getSimpleName() + " " + (msg.length() > 80 ? msg.substring(0, 80) : msg);
+            } finally {
+                if (p != null) {
+                    p.shutdown();
+                }
+            }
+            System.out.println(line);
+            System.out.flush();
+            i++;
+            long sleep = interval - (System.currentTimeMillis() - s);
+            if (sleep > 0) {
+                Thread.sleep(sleep);
+            }
+        }
         System.out.println("RESULT sends=" + i);
         return 0;
     }

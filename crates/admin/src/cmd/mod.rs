@@ -1,6 +1,7 @@
 //! The subcommands, one module per noun, and helpers shared by them.
 
 mod cluster;
+mod controller;
 mod diff;
 mod kv;
 mod namesrv;
@@ -46,6 +47,39 @@ pub(crate) async fn run(ctx: &mut Ctx<'_>, command: Command) -> Result<Exit, Adm
         Command::GetKvConfig { namespace, key } => kv::get(ctx, namespace.trim(), key.trim()).await,
         Command::GetKvListByNamespace { namespace } => kv::list(ctx, namespace.trim()).await,
         Command::NsDiff => diff::ns_diff(ctx).await,
+        Command::GetControllerMetaData { .. } => controller::metadata(ctx).await,
+        Command::GetSyncStateSet { cluster_name, broker_name, interval, .. } => {
+            controller::sync_state_set(
+                ctx,
+                cluster_name.as_deref(),
+                broker_name.as_deref(),
+                interval,
+            )
+            .await
+        }
+        Command::ElectMaster { broker_id, broker_name, cluster_name, .. } => {
+            controller::elect_master(ctx, cluster_name.trim(), broker_name.trim(), broker_id).await
+        }
+        Command::CleanBrokerMetadata {
+            ids_to_clean,
+            broker_name,
+            cluster_name,
+            clean_living_broker,
+            ..
+        } => {
+            controller::clean(
+                ctx,
+                cluster_name.as_deref(),
+                broker_name.trim(),
+                ids_to_clean.as_deref(),
+                clean_living_broker,
+            )
+            .await
+        }
+        Command::GetControllerConfig { .. } => controller::get_config(ctx).await,
+        Command::UpdateControllerConfig { key, value, .. } => {
+            controller::update_config(ctx, key.trim(), value.trim()).await
+        }
     }
 }
 

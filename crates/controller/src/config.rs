@@ -1,0 +1,386 @@
+//! The controller configuration: one [`Config`] holding the Java `ControllerConfig` and
+//! `NettyServerConfig` keys under their Java names and defaults (a Java `controller.conf` works
+//! unchanged), the few Raft timing keys this implementation adds, and a bag of extra keys;
+//! [`SharedConfig`], the live copy that UPDATE_CONTROLLER_CONFIG (1009) swaps and
+//! GET_CONTROLLER_CONFIG (1010) prints.
+//!
+//! Ports: like Java's DLedger controller, a node serves everything on the port of its own entry
+//! in `controllerDLegerPeers` — the brokers' CONTROLLER_* requests and, under private request
+//! codes, the Raft RPCs between controller nodes. `listenPort` is accepted and ignored there,
+//! exactly as DLedger overrides it. Embedded in the nameserver (`enableControllerInNamesrv`),
+//! the same keys come from the nameserver's file and the controller listens on its peer port
+//! next to the nameserver's `listenPort`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use conf::{ConfigError, ConfigUpdateError};
+
+/// The live configuration that 1009 swaps and 1010 prints. See [`conf::Live`].
+pub type SharedConfig = conf::Live<Config>;
+
+/// `$HOME/<rest>`, Java's `${user.home}/<rest>`.
+fn home_path(rest: &str) -> String {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    home.join(rest).to_string_lossy().into_owned()
+}
+
+conf::config_struct! {
+    /// Every controller setting, under Rust names; [`Config::KEYS`] lists the Java names (the
+    /// keys of the `-c` file, of 1009 and of 1010): `ControllerConfig`, then the
+    /// `NettyServerConfig` keys that apply, then the Raft keys of this implementation.
+    ///
+    /// Read at start: the peers, the store, ports and Raft timings. Read on every use (take
+    /// effect at once after 1009): `enableElectUncleanMaster`, `notifyBrokerRoleChanged`,
+    /// `processReadEvent`, `electMasterMaxRetryCount`.
+    pub struct Config {
+    // ---- ControllerConfig ----
+    /// `rocketmqHome`: install dir; default env `ROCKETMQ_HOME`. Optional here (Java exits
+    /// without it). Black-listed for 1009.
+    rocketmq_home: Option<String> = "rocketmqHome", std::env::var("ROCKETMQ_HOME").ok();
+    /// `configStorePath`: where UPDATE_CONTROLLER_CONFIG (1009) persists the configuration;
+    /// replaced by the `-c` path. Default `$HOME/controller/controller.properties`. Black-listed.
+    config_store_path: String = "configStorePath", home_path("controller/controller.properties");
+    /// `controllerType`: `DLedger` (the default, Java's DLedger key layout) is the only type
+    /// served; `jRaft` stops start-up with an error. Read at start.
+    controller_type: String = "controllerType", "DLedger".to_owned();
+    /// `scanNotActiveBrokerInterval`: period of the broker liveness scan, in milliseconds
+    /// (default 5000). A broker whose last BROKER_HEARTBEAT is older than the
+    /// `heartbeatTimeoutMills` it sent (10 s when it sent none) is dropped; if it was a master,
+    /// the leader elects a new one. Read at start.
+    scan_not_active_broker_interval: i64 = "scanNotActiveBrokerInterval", 5000;
+    /// `controllerThreadPoolNums`: how many controller requests run at once on one node
+    /// (default 16). Writes are still decided one at a time, in order, as in Java. Read at start.
+    controller_thread_pool_nums: i32 = "controllerThreadPoolNums", 16;
+    /// `controllerRequestThreadPoolQueueCapacity`: requests that may wait for a free slot
+    /// before new ones are refused with SYSTEM_BUSY (default 50000). Read at start.
+    controller_request_thread_pool_queue_capacity: i32 = "controllerRequestThreadPoolQueueCapacity", 50000;
+    /// `controllerDLegerGroup`: the controller group's name; every node of a group must use
+    /// the same one, and Raft RPCs naming another group are refused. Required. Read at start.
+    controller_dleger_group: Option<String> = "controllerDLegerGroup", None;
+    /// `controllerDLegerPeers`: every node of the group as `id-host:port`, `;`-separated, e.g.
+    /// `n0-127.0.0.1:9878;n1-127.0.0.1:9868;n2-127.0.0.1:9858`. A node listens on its own
+    /// entry's port for brokers, `mqadmin` and the other nodes; brokers' `controllerAddr`
+    /// lists these addresses. Required. Read at start.
+    controller_dleger_peers: Option<String> = "controllerDLegerPeers", None;
+    /// `controllerDLegerSelfId`: this node's id in `controllerDLegerPeers` (e.g. `n0`).
+    /// Required. Read at start.
+    controller_dleger_self_id: Option<String> = "controllerDLegerSelfId", None;
+    /// `mappedFileSize`: DLedger's log segment size in Java; accepted and unused here (the
+    /// log lives in one embedded database file).
+    mapped_file_size: i32 = "mappedFileSize", 1024 * 1024 * 1024;
+    /// `controllerStorePath`: directory of this node's Raft log, vote and snapshots
+    /// (`controller.redb`); empty means `$HOME/DLedgerController`, like Java. A Java DLedger
+    /// store in the same directory is neither read nor touched. Read at start.
+    controller_store_path: String = "controllerStorePath", String::new();
+    /// `electMasterMaxRetryCount`: how many times the leader retries an election it starts
+    /// itself (master gone) when the attempt fails (default 3). Read on every use.
+    elect_master_max_retry_count: i32 = "electMasterMaxRetryCount", 3;
+    /// `enableElectUncleanMaster`: when no live member of the sync-state set is left, elect any
+    /// live replica (may lose acknowledged messages). Default false. Read on every use.
+    enable_elect_unclean_master: bool = "enableElectUncleanMaster", false;
+    /// `processReadEvent` (Java field `isProcessReadEvent`): confirm leadership with a quorum
+    /// before answering a read (1004, 1006, 1012), so a deposed leader never answers stale
+    /// data. Default false, as in Java. Read on every use.
+    process_read_event: bool = "processReadEvent", false;
+    /// `notifyBrokerRoleChanged`: after an election, send NOTIFY_BROKER_ROLE_CHANGED (1008)
+    /// to every live broker of the group instead of waiting for them to poll. Default true.
+    /// Read on every use.
+    notify_broker_role_changed: bool = "notifyBrokerRoleChanged", true;
+    /// `scanInactiveMasterInterval`: period, in milliseconds, at which the leader looks for
+    /// groups whose master stopped heartbeating while another member still does, and elects
+    /// (default 5000). Read at start.
+    scan_inactive_master_interval: i64 = "scanInactiveMasterInterval", 5000;
+    /// `configBlackList`: extra keys 1009 may not change, `;`-separated (`configBlackList`,
+    /// `configStorePath` and `rocketmqHome` never can). Read at start.
+    config_black_list: String = "configBlackList", "configBlackList;configStorePath".to_owned();
+
+    // ---- NettyServerConfig ----
+    /// `bindAddress`: the address the controller port binds (its port comes from this node's
+    /// `controllerDLegerPeers` entry). Default `0.0.0.0`. Read at start.
+    bind_address: String = "bindAddress", "0.0.0.0".to_owned();
+    /// `listenPort`: accepted and ignored, as in Java's DLedger controller, which listens on
+    /// its peer address (default 19876, what `ControllerStartup` sets).
+    listen_port: i32 = "listenPort", 19876;
+    /// `serverChannelMaxIdleTimeSeconds`: a connection silent this long is closed (default
+    /// 120). Read at start.
+    server_channel_max_idle_time_seconds: i32 = "serverChannelMaxIdleTimeSeconds", 120;
+
+    // ---- this implementation's Raft timings (no Java equivalent) ----
+    /// `raftHeartbeatIntervalMillis`: how often the Raft leader heartbeats the other
+    /// controller nodes (default 300 ms). Read at start.
+    raft_heartbeat_interval_millis: i64 = "raftHeartbeatIntervalMillis", 300;
+    /// `raftElectionTimeoutMillis`: a follower that hears no leader for between this and
+    /// twice this starts an election (default 1500 ms; a new leader takes about this long
+    /// after the old one dies). Read at start.
+    raft_election_timeout_millis: i64 = "raftElectionTimeoutMillis", 1500;
+    /// `raftSnapshotLogs`: a state-machine snapshot is taken every this many log entries, and
+    /// older entries are purged (default 1024). Read at start.
+    raft_snapshot_logs: i64 = "raftSnapshotLogs", 1024;
+    }
+}
+
+/// Range rules checked by [`Config::validate`]: (key, minimum, maximum).
+const INT_RANGES: &[(&str, i64, i64)] = &[
+    ("scanNotActiveBrokerInterval", 1, i64::MAX),
+    ("controllerThreadPoolNums", 1, i32::MAX as i64),
+    ("controllerRequestThreadPoolQueueCapacity", 1, i32::MAX as i64),
+    ("electMasterMaxRetryCount", 1, i32::MAX as i64),
+    ("scanInactiveMasterInterval", 1, i64::MAX),
+    ("listenPort", 0, 65535),
+    ("serverChannelMaxIdleTimeSeconds", 0, i32::MAX as i64),
+    ("raftHeartbeatIntervalMillis", 10, 60_000),
+    ("raftElectionTimeoutMillis", 50, 600_000),
+    ("raftSnapshotLogs", 1, i64::MAX),
+];
+
+/// Keys UPDATE_CONTROLLER_CONFIG may never change, whatever `configBlackList` says.
+/// Java: `ControllerRequestProcessor#initConfigBlackList`
+pub const FIXED_BLACK_LIST: [&str; 3] = ["configBlackList", "configStorePath", "rocketmqHome"];
+
+/// One controller node: its DLedger id and its address (Raft and remoting share it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// The id, e.g. `n0`.
+    pub id: String,
+    /// `host:port`.
+    pub addr: String,
+}
+
+impl Config {
+    /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
+    /// converted, other keys kept in [`Config::extra`], `configStorePath` set to `file`), then
+    /// [`Config::validate`]. Java: `ControllerStartup#createControllerManager`
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut config = Config::default();
+        if let Some(path) = file {
+            conf::table::load_file(&mut config, path)?;
+            config.config_store_path = path.to_string_lossy().into_owned();
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Builds the configuration of a controller embedded in the nameserver from the
+    /// nameserver's file entries (the controller's keys are read, the others ignored), then
+    /// [`Config::validate`]. `configStorePath` stays the controller's own default unless the
+    /// entries set it. Java: `NamesrvStartup#parseCommandlineAndConfigFile`
+    pub fn from_entries<I>(entries: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        let mut config = Config::default();
+        for (key, value) in entries {
+            config.set_known(&key, &value)?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks ranges and the peer keys: group, peers and self id present, every peer
+    /// `id-host:port` with a unique id, the self id among them, `controllerType` DLedger.
+    /// The error names the key and value.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        conf::table::check_ranges(self, INT_RANGES)?;
+        if !self.controller_type.eq_ignore_ascii_case("DLedger") {
+            return Err(conf::table::invalid(
+                "controllerType",
+                &self.controller_type,
+                "only DLedger is supported (the jRaft key layout is not)",
+            ));
+        }
+        if self.controller_dleger_group.as_deref().unwrap_or("").is_empty() {
+            return Err(missing("controllerDLegerGroup"));
+        }
+        let self_id = self.controller_dleger_self_id.as_deref().unwrap_or("");
+        if self_id.is_empty() {
+            return Err(missing("controllerDLegerSelfId"));
+        }
+        let peers = self.peers()?;
+        if !peers.iter().any(|p| p.id == self_id) {
+            return Err(conf::table::invalid(
+                "controllerDLegerSelfId",
+                self_id,
+                "not among the ids of controllerDLegerPeers",
+            ));
+        }
+        if self.bind_address.is_empty() {
+            return Err(conf::table::invalid(
+                "bindAddress",
+                &self.bind_address,
+                "must not be empty",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The peers of `controllerDLegerPeers` in the order written.
+    /// Java: `DLedgerConfig#getPeers` parsing (`id-host:port;…`)
+    pub fn peers(&self) -> Result<Vec<Peer>, ConfigError> {
+        let raw = self.controller_dleger_peers.as_deref().unwrap_or("");
+        if raw.trim().is_empty() {
+            return Err(missing("controllerDLegerPeers"));
+        }
+        let mut peers = Vec::new();
+        let mut ids = BTreeSet::new();
+        for item in raw.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let bad = |why: &str| conf::table::invalid("controllerDLegerPeers", raw, why);
+            let (id, addr) = item.split_once('-').ok_or_else(|| bad("expected id-host:port"))?;
+            let port_ok = addr
+                .rsplit_once(':')
+                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+            if id.is_empty() || !port_ok {
+                return Err(bad("expected id-host:port"));
+            }
+            if !ids.insert(id.to_owned()) {
+                return Err(bad("a peer id appears twice"));
+            }
+            peers.push(Peer { id: id.to_owned(), addr: addr.to_owned() });
+        }
+        if peers.is_empty() {
+            return Err(missing("controllerDLegerPeers"));
+        }
+        Ok(peers)
+    }
+
+    /// This node's peer entry (call after [`Config::validate`]).
+    pub fn self_peer(&self) -> Result<Peer, ConfigError> {
+        let id = self.controller_dleger_self_id.clone().unwrap_or_default();
+        self.peers()?
+            .into_iter()
+            .find(|p| p.id == id)
+            .ok_or_else(|| missing("controllerDLegerSelfId"))
+    }
+
+    /// The group name (call after [`Config::validate`]).
+    pub fn group(&self) -> &str {
+        self.controller_dleger_group.as_deref().unwrap_or("")
+    }
+
+    /// The store directory: `controllerStorePath`, or `$HOME/DLedgerController` when empty.
+    pub fn store_dir(&self) -> PathBuf {
+        if self.controller_store_path.is_empty() {
+            PathBuf::from(home_path(&format!("{}Controller", self.controller_type)))
+        } else {
+            PathBuf::from(&self.controller_store_path)
+        }
+    }
+
+    /// The keys UPDATE_CONTROLLER_CONFIG may not change: [`FIXED_BLACK_LIST`] plus the
+    /// `configBlackList` value split on `;`. Java: `ControllerRequestProcessor#initConfigBlackList`
+    pub fn black_list(&self) -> BTreeSet<String> {
+        let mut list: BTreeSet<String> = FIXED_BLACK_LIST.iter().map(|k| (*k).to_owned()).collect();
+        list.extend(self.config_black_list.split(';').filter(|k| !k.is_empty()).map(str::to_owned));
+        list
+    }
+
+    /// `scanNotActiveBrokerInterval` as a duration.
+    pub fn scan_not_active_broker_interval(&self) -> Duration {
+        millis(self.scan_not_active_broker_interval)
+    }
+
+    /// `scanInactiveMasterInterval` as a duration.
+    pub fn scan_inactive_master_interval(&self) -> Duration {
+        millis(self.scan_inactive_master_interval)
+    }
+}
+
+impl conf::Rules for Config {
+    fn check(&self) -> Result<(), ConfigError> {
+        self.validate()
+    }
+    fn update_black_list(&self) -> BTreeSet<String> {
+        self.black_list()
+    }
+    fn store_path(&self) -> PathBuf {
+        PathBuf::from(&self.config_store_path)
+    }
+}
+
+fn missing(key: &str) -> ConfigError {
+    conf::table::invalid(key, "", "required")
+}
+
+/// A positive millisecond count as a duration (validated values are at least 1).
+pub(crate) fn millis(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Config {
+        Config {
+            controller_dleger_group: Some("g".into()),
+            controller_dleger_peers: Some("n0-127.0.0.1:9878;n1-127.0.0.1:9868".into()),
+            controller_dleger_self_id: Some("n1".into()),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn keys_are_unique() {
+        let set: BTreeSet<_> = Config::KEYS.iter().collect();
+        assert_eq!(set.len(), Config::KEYS.len());
+    }
+
+    #[test]
+    fn peers_parse_java_dleger_syntax() {
+        let config = sample();
+        config.validate().expect("valid");
+        assert_eq!(
+            config.peers().expect("peers"),
+            [
+                Peer { id: "n0".into(), addr: "127.0.0.1:9878".into() },
+                Peer { id: "n1".into(), addr: "127.0.0.1:9868".into() },
+            ]
+        );
+        assert_eq!(config.self_peer().expect("self").addr, "127.0.0.1:9868");
+    }
+
+    #[test]
+    fn bad_peer_keys_name_the_key() {
+        for (key, value) in [
+            ("controllerDLegerPeers", "n0:127.0.0.1:9878"),
+            ("controllerDLegerPeers", "n0-127.0.0.1:9878;n0-127.0.0.1:9868"),
+            ("controllerDLegerPeers", "n0-127.0.0.1:x"),
+            ("controllerDLegerSelfId", "n7"),
+            ("controllerType", "jRaft"),
+        ] {
+            let mut config = sample();
+            config.set_known(key, value).expect("set");
+            let err = config.validate().expect_err(value);
+            assert!(err.to_string().contains(key), "{err}");
+        }
+        let config = Config { controller_dleger_group: None, ..sample() };
+        assert!(config
+            .validate()
+            .expect_err("group")
+            .to_string()
+            .contains("controllerDLegerGroup"));
+    }
+
+    #[test]
+    fn the_store_defaults_under_home_like_java() {
+        let config = sample();
+        assert!(config.store_dir().ends_with("DLedgerController"));
+        let config = Config { controller_store_path: "/tmp/x".into(), ..sample() };
+        assert_eq!(config.store_dir(), PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn embedded_config_takes_only_controller_keys() {
+        let config = Config::from_entries([
+            ("listenPort".to_owned(), "9876".to_owned()),
+            ("kvConfigPath".to_owned(), "/x".to_owned()),
+            ("controllerDLegerGroup".to_owned(), "g".to_owned()),
+            ("controllerDLegerPeers".to_owned(), "n0-127.0.0.1:9878".to_owned()),
+            ("controllerDLegerSelfId".to_owned(), "n0".to_owned()),
+        ])
+        .expect("valid");
+        assert!(config.extra.is_empty());
+        assert_eq!(config.group(), "g");
+    }
+}
