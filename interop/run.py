@@ -3,7 +3,7 @@
 
 Usage: interop/run [SCENARIO...]        (no argument = all; e.g. `interop/run 3` or `interop/run 1 8`)
 Env:   NAMESRV_IMPL=rust|java (default rust), NAMESRV_BIN, CONTROLLER_BIN, CARGO_TARGET_DIR,
-       INTEROP_TIMEOUT (seconds for the scenarios, default 1200), RMQ5_VERSION, RMQ4_VERSION,
+       INTEROP_TIMEOUT (seconds for the scenarios, default 1800), RMQ5_VERSION, RMQ4_VERSION,
        RMQ_CTRL_VERSION, INTEROP_JAVA.
 The last line printed is `N passed, M failed`; the exit code is 0 only when every selected
 scenario passed. Logs of the last runs are kept in interop/.cache/runs/.
@@ -83,7 +83,7 @@ def main():
     os.makedirs(rundir, exist_ok=True)
     procs = Procs(os.path.join(rundir, "logs"))
 
-    limit = int(os.environ.get("INTEROP_TIMEOUT", "1200"))
+    limit = int(os.environ.get("INTEROP_TIMEOUT", "1800"))
 
     def on_alarm(signum, frame):
         raise Timeout("interop suite exceeded INTEROP_TIMEOUT=%ds" % limit)

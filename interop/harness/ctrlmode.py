@@ -33,7 +33,7 @@ RESULTS = {}
 TITLES = {
     "java": "Apache ControllerStartup x3 (DLedger)",
     "rust": "our mqcontroller x3",
-    "embedded": "our nameservers x3, enableControllerInNamesrv",
+    "embedded": "nameservers under test x3, enableControllerInNamesrv",
 }
 
 
@@ -361,7 +361,7 @@ def s13_embedded_controller(env, c):
 CTRL_SCENARIOS = {
     11: ("Controller mode: Apache's ControllerStartup x3 (reference)", s11_java_controller),
     12: ("Controller mode: our mqcontroller x3", s12_rust_controller),
-    13: ("Controller mode: our nameservers with enableControllerInNamesrv x3", s13_embedded_controller),
+    13: ("Controller mode: nameservers under test with enableControllerInNamesrv x3", s13_embedded_controller),
 }
 
 
