@@ -1121,6 +1121,70 @@ def s9_tls(env, c):
                 env.procs.kill(p.proc)
 
 
+# ---------------------------------------------------------------------------------------------
+# 10. Address server (issue 12)
+
+def http_get(addr, path, timeout=10):
+    """(status, body text) of GET http://addr/path; (None, error) when it cannot connect."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen("http://%s%s" % (addr, path), timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except OSError as e:
+        return None, str(e)
+
+
+def nsaddr_fetches(http_addr):
+    """How many address-server requests the SUT has answered with 200 (its own metrics)."""
+    status, text = http_get(http_addr, "/metrics")
+    if status != 200:
+        return None
+    total = 0
+    for ln in text.splitlines():
+        if ln.startswith("rocketmq_namesrv_http_requests_total{") and 'handler="/rocketmq/{subgroup}"' in ln \
+                and 'status="200"' in ln:
+            total += int(float(ln.rsplit(" ", 1)[1]))
+    return total
+
+
+def s10_address_server(env, c):
+    """A Java producer given no nameserver address finds it through our /rocketmq/nsaddr."""
+    ns = env.namesrvs["sut1"]
+    if ns.impl != "rust":
+        c.check(True, "the Java nameserver has no address server: scenario 10 applies to ours only")
+        return
+    env.ensure("a", "b")
+    http_addr = "127.0.0.1:%d" % ns.http_port
+    status, body = http_get(http_addr, "/rocketmq/nsaddr")
+    c.require(status == 200 and body.strip() == ns.addr,
+              "GET http://%s/rocketmq/nsaddr answers the SUT's remoting address %s (got %s %r)"
+              % (http_addr, ns.addr, status, body[:200]))
+    before = nsaddr_fetches(http_addr)
+    c.require(before is not None, "the SUT's /metrics is served on %s" % http_addr)
+    topic = "InteropNsAddr"
+    create_topic(env, c, topic)
+    prefix = RUN_TAG + "-nsaddr"
+    argv = env.jclient_argv("5", "produce", ns="-", topic=topic, count=100, prefix=prefix)
+    # The JVM property goes before the class name.
+    argv.insert(argv.index("-cp"), "-Drocketmq.namesrv.domain=" + http_addr)
+    rc, out, _ = env.procs.run("jclient-%s-produce-nsaddr" % GEN_VERSION["5"], argv, 180,
+                               env={"ROCKETMQ_HOME": env.rmq_home})
+    r = parse_result(out)
+    c.check(rc == 0 and r.get("ok") == "100",
+            "Java %s producer with -Drocketmq.namesrv.domain=%s and no nameserver address sent 100 "
+            "messages (ok=%s failed=%s)" % (GEN_VERSION["5"], http_addr, r.get("ok"), r.get("failed")))
+    if rc != 0:
+        c.note(tail(out))
+    after = nsaddr_fetches(http_addr)
+    c.check(after is not None and after > before,
+            "the producer fetched the nameserver list from the SUT's address server (%s -> %s requests)"
+            % (before, after))
+    c.fig("produced per broker", r.get("brokers"))
+
+
 SCENARIOS = {
     1: ("Broker registration (2 masters + 1 slave, clusterList, topicRoute)", s1_registration),
     2: ("Messages flow (Java producer 1000 -> push consumer)", s2_flow),
@@ -1131,6 +1195,7 @@ SCENARIOS = {
     7: ("Go client (rocketmq-client-go/v2 producer + consumer)", s7_go),
     8: ("Differential test against the Java nameserver", s8_differential),
     9: ("TLS: Java client and broker to an enforcing SUT, mutual TLS", s9_tls),
+    10: ("Address server: Java producer via -Drocketmq.namesrv.domain", s10_address_server),
 }
 # Scenarios 11-13 (controller mode) live in ctrlmode.py, which uses this module's helpers.
 from .ctrlmode import CTRL_SCENARIOS  # noqa: E402
@@ -1138,4 +1203,4 @@ SCENARIOS.update(CTRL_SCENARIOS)
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
 # Scenario 9 uses nameservers and a broker of its own (stopped when it ends).
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 4, 11, 12, 13]
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 4, 11, 12, 13]

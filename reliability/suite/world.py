@@ -138,6 +138,10 @@ class NameServer:
         self.kv_dir = kv_dir or self.dir
         self.kv_path = os.path.join(self.kv_dir, "kvConfig.json")
         self.props = {"listenPort": self.port, "kvConfigPath": self.kv_path}
+        if kind == "ours":
+            # Ours serves HTTP on httpListenPort (default 8080, which the run's nameservers would
+            # share): a free port of its own, kept across restarts.
+            self.props.update({"httpListenPort": free_port_block((0,)), "httpBindAddress": "127.0.0.1"})
         self.props.update(props or {})
         self.conf = os.path.join(self.dir, "namesrv.properties")
         self.proc = None

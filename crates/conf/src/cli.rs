@@ -1,6 +1,7 @@
-//! The start-up command line of a RocketMQ server binary, Java's options: `-c` config file,
-//! `-p` print every key, `-h` help, `-n` name server list (accepted and ignored). Parsed with
-//! clap, reported Java-style. Prints nothing itself.
+//! The start-up plumbing of a RocketMQ server binary: the command line with Java's options
+//! (`-c` config file, `-p` print every key, `-h` help, `-n` name server list, accepted and
+//! ignored), parsed with clap and reported Java-style (nothing printed here); logging to stderr
+//! under `RUST_LOG`; the shutdown signal.
 //!
 //! Exit codes the binary should use: 0 after help or `-p`; [`CliError::exit_code`] otherwise
 //! (1 for a usage error like Java's `ServerUtil#parseCmdLine`, not clap's 2; 255 for a config
@@ -146,6 +147,50 @@ fn usage_message(err: &clap::Error) -> String {
             let rendered = err.render().to_string();
             let first = rendered.lines().next().unwrap_or("invalid command line");
             first.strip_prefix("error: ").unwrap_or(first).to_owned()
+        }
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (or `default_filter` when unset), colours only on a
+/// terminal.
+pub fn init_logging(default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter)),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C). The handlers are installed by this call, not at the
+/// first poll, so a signal that arrives right after the boot line is a graceful stop.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
+                }
+                (Ok(mut one), Err(_)) | (Err(_), Ok(mut one)) => {
+                    one.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending().await,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

@@ -112,6 +112,7 @@ impl<T: Rules> Live<T> {
             }
         }
         next.check().map_err(ConfigUpdateError::InvalidValue)?;
+        next.check_update(&self.current.load()).map_err(ConfigUpdateError::InvalidValue)?;
 
         let path = next.store_path();
         let text = crate::table::properties_text(&next);

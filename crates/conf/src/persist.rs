@@ -1,9 +1,10 @@
 //! Crash-safe replacement of a whole file, shared by the KV store and the config store.
 //!
-//! Sequence: create the parent directories; write `<path>.tmp` and fsync it; copy the current
-//! content of `<path>` (if any) to `<path>.bak` as Java does; rename the temp file over `<path>`;
-//! fsync the directory. A crash at any point leaves `<path>` either old or new, never torn.
-//! Callers serialize writers to one path themselves.
+//! Sequence: create the parent directories; write `<path>.tmp` and fsync it; keep the current
+//! content of `<path>` (if any) as `<path>.bak` as Java does (a hard link to the old file, no
+//! copy); rename the temp file over `<path>`; fsync the directory. A crash at any point leaves
+//! `<path>` either old or new, never torn. Callers serialize writers to one path themselves.
+//! Used by the KV store, the config store and the route snapshot.
 //!
 //! Java: `MixAll#string2File` (which writes in place; the `.bak` copy is kept for operators).
 
@@ -35,14 +36,29 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
         file.sync_all()?;
     }
 
-    match fs::read(path) {
-        Ok(previous) => fs::write(with_suffix(path, ".bak"), previous)?,
+    match fs::symlink_metadata(path) {
+        Ok(_) => keep_previous(path, &with_suffix(path, ".bak"))?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
 
     fs::rename(&tmp, path)?;
     File::open(&dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Makes the current content of `path` its `.bak`: a second name for the file (the rename that
+/// follows gives `path` the new one), so no byte is copied; a copy where the file system has no
+/// hard links.
+fn keep_previous(path: &Path, bak: &Path) -> io::Result<()> {
+    match fs::remove_file(bak) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    if fs::hard_link(path, bak).is_err() {
+        fs::copy(path, bak)?;
+    }
     Ok(())
 }
 

@@ -125,12 +125,18 @@ impl Value for Option<SerializeType> {
 }
 
 /// The error for a bad value of `key`, with a hint when surrounding whitespace is the problem.
+/// The value is kept whole up to 256 characters (it goes into remarks and log lines; an update
+/// may carry megabytes).
 pub fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
     let mut reason = reason.to_owned();
     if value != value.trim() {
         reason.push_str("; remove the surrounding whitespace");
     }
-    ConfigError::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason }
+    let value = match value.char_indices().nth(256) {
+        Some((end, _)) => format!("{}…({} bytes)", &value[..end], value.len()),
+        None => value.to_owned(),
+    };
+    ConfigError::InvalidValue { key: key.to_owned(), value, reason }
 }
 
 /// Checks `(key, minimum, maximum)` rules against a table's current values; the error names the
@@ -173,6 +179,12 @@ pub trait Keys: Clone + Send + Sync + 'static {
 pub trait Rules: Keys {
     /// Checks ranges and cross-key constraints; the error names the key.
     fn check(&self) -> Result<(), ConfigError>;
+    /// What an update must also pass beyond [`Rules::check`], given the running table: no
+    /// value that would break the running server (none by default). The error names the key.
+    fn check_update(&self, running: &Self) -> Result<(), ConfigError> {
+        let _ = running;
+        Ok(())
+    }
     /// The keys a config update may never change.
     fn update_black_list(&self) -> BTreeSet<String>;
     /// Where an accepted update is written (`configStorePath`).
@@ -372,6 +384,15 @@ macro_rules! config_struct {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_bad_value_is_clipped_in_the_error() {
+        let huge = "9".repeat(1 << 20);
+        let text = invalid("port", &huge, "expected a 32-bit integer").to_string();
+        assert!(text.len() < 1024, "{} bytes", text.len());
+        assert!(text.contains("…(1048576 bytes)"), "{text}");
+        assert!(invalid("port", "x", "r").to_string().contains("\"x\""));
+    }
 
     crate::config_struct! {
         /// A sample table.

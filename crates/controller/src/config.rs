@@ -371,6 +371,17 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_config_loads() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../conf/controller.properties");
+        let config = Config::load(Some(&path)).expect("the example is valid");
+        assert_eq!(config.group(), "group1");
+        assert_eq!(config.self_peer().expect("self").addr, "127.0.0.1:9878");
+        assert_eq!(config.peers().expect("peers").len(), 3);
+        assert!(config.extra.is_empty(), "every key of the example is known: {:?}", config.extra);
+    }
+
+    #[test]
     fn embedded_config_takes_only_controller_keys() {
         let config = Config::from_entries([
             ("listenPort".to_owned(), "9876".to_owned()),

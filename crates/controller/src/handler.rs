@@ -102,9 +102,7 @@ pub async fn elect_master(
     node: &Arc<Node>,
     req: &RemotingCommand,
 ) -> Result<RemotingCommand, HandlerError> {
-    let header: ElectMasterRequestHeader = req.decode_header();
-    let response = failover::elect(node, header).await?;
-    Ok(response)
+    Ok(failover::elect(node, req.decode_header::<ElectMasterRequestHeader>()).await?)
 }
 
 /// 1003 CONTROLLER_REGISTER_BROKER.

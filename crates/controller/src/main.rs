@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use controller::cli::{parse_cli, CliAction};
-use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -22,14 +21,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code() & 0xFF).unwrap_or(1));
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    conf::cli::init_logging("info,openraft=warn");
     if let Some(message) = config.load_message() {
         println!("{message}");
     }
@@ -58,23 +50,9 @@ async fn serve(config: controller::Config) -> anyhow::Result<()> {
         controller::Node::start(std::sync::Arc::new(controller::SharedConfig::new(config)), None)
             .await
             .context("cannot start the controller")?;
+    // Handlers first: a SIGTERM right after the boot line is a graceful stop.
+    let shutdown = conf::cli::shutdown_signal();
     println!("The Controller Server boot success. serializeType=JSON, group {group}, id {self_id}, address {local}");
-    controller::server::serve(listener, node, shutdown_signal()).await;
+    controller::server::serve(listener, node, shutdown).await;
     Ok(())
-}
-
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

@@ -1,4 +1,5 @@
-//! Background tasks: the liveness scan and the batched unregistration. Each stops on shutdown.
+//! Background tasks: the liveness scan, the batched unregistration, the route snapshot writer
+//! and the TLS reloader. Each stops on shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,9 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
         tokio::spawn(scan_loop(state.clone(), trigger.subscribe())),
         tokio::spawn(unregister_loop(state.clone(), trigger.subscribe())),
     ];
+    if state.route_snapshot.is_some() {
+        tasks.push(tokio::spawn(crate::snapshot::writer_loop(state.clone(), trigger.subscribe())));
+    }
     if state.tls.mode() != crate::transport::TlsMode::Disabled {
         let mut shutdown = trigger.subscribe();
         tasks.push(crate::transport::spawn_reloader(state.tls.clone(), async move {

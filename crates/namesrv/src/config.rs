@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use conf::table::invalid;
 use remoting::SerializeType;
 
 pub use conf::{ConfigError, ConfigUpdateError};
@@ -86,9 +87,11 @@ conf::config_struct! {
     config_black_list: String = "configBlackList", "configBlackList;configStorePath;kvConfigPath".to_owned();
 
     // ---- NettyServerConfig ----
-    /// `bindAddress`: listen address (hostname, IPv4 or IPv6).
+    /// `bindAddress`: listen address (hostname, IPv4 or IPv6). Read at start;
+    /// UPDATE_NAMESRV_CONFIG may not change it (Java persists it for the next start).
     bind_address: String = "bindAddress", "0.0.0.0".to_owned();
-    /// `listenPort`: 0 lets the OS choose.
+    /// `listenPort`: 0 lets the OS choose. Read at start; UPDATE_NAMESRV_CONFIG may not change
+    /// it (Java persists it, and a bad port then stops the next start).
     listen_port: i32 = "listenPort", 9876;
     /// `serverWorkerThreads`.
     server_worker_threads: i32 = "serverWorkerThreads", 8;
@@ -100,7 +103,9 @@ conf::config_struct! {
     server_oneway_semaphore_value: i32 = "serverOnewaySemaphoreValue", 256;
     /// `serverAsyncSemaphoreValue`: limit on server-initiated async calls.
     server_async_semaphore_value: i32 = "serverAsyncSemaphoreValue", 64;
-    /// `serverChannelMaxIdleTimeSeconds`: all-idle close.
+    /// `serverChannelMaxIdleTimeSeconds`: a connection that sends no complete frame for this
+    /// long is closed (Java's all-idle close); 0 never closes one. Read when a connection
+    /// opens; an update refuses 1–59 (brokers re-register every 30 s).
     server_channel_max_idle_time_seconds: i32 = "serverChannelMaxIdleTimeSeconds", 120;
     /// `serverSocketSndBufSize`: SO_SNDBUF, not set when 0.
     server_socket_snd_buf_size: i32 = "serverSocketSndBufSize", 0;
@@ -122,6 +127,67 @@ conf::config_struct! {
     shutdown_wait_time_seconds: i32 = "shutdownWaitTimeSeconds", 30;
     /// `useEpollNativeSelector`.
     use_epoll_native_selector: bool = "useEpollNativeSelector", false;
+
+    // ---- rocketmq-namesrv-rs keys (no Java equivalent) ----
+    /// `routeSnapshotEnable`: keep a route snapshot for a warm restart (default `true`). When
+    /// on, the route tables (clusters, broker groups, live brokers, topic queues, filter
+    /// servers, static-topic mappings) are written to `routeSnapshotPath` at most every 5 s
+    /// after they change and once more at graceful shutdown, and restored before the port opens
+    /// at the next start: every broker in it is live again from the start time, so clients get
+    /// routes at once, and a broker that does not register again expires by its heartbeat
+    /// timeout as usual. A missing snapshot is an empty start; a damaged one is logged and
+    /// skipped for its `.bak`, never fatal. Read at start-up.
+    route_snapshot_enable: bool = "routeSnapshotEnable", true;
+    /// `routeSnapshotPath`: the route snapshot file; unset means `routes.snapshot` in the
+    /// directory of `kvConfigPath`. The previous snapshot is kept as `<path>.bak`. Read at
+    /// start-up; UPDATE_NAMESRV_CONFIG may not change it (black-listed, like the other paths).
+    route_snapshot_path: Option<String> = "routeSnapshotPath", None;
+    /// `serverMaxConnections`: the most client connections served at once (default 50000). A
+    /// connection beyond it is closed as soon as it is accepted (logged, counted in the
+    /// `connections` cap metric). Takes effect at once for new connections.
+    server_max_connections: i32 = "serverMaxConnections", 50_000;
+    /// `serverFrameTimeoutSeconds`: how long a frame may take to arrive once its first byte has
+    /// (default 60; 0 never times out). A slower sender's connection is closed. Read when a
+    /// connection opens; an update refuses 1–9 (a broker's multi-MB registration over a slow
+    /// link needs seconds).
+    server_frame_timeout_seconds: i32 = "serverFrameTimeoutSeconds", 60;
+    /// `com.rocketmq.remoting.frameMaxLength`: the largest frame accepted, length prefix
+    /// included, bytes (Java's system property, default 16777216). It also bounds what one
+    /// connection holds for a partially received frame: its buffer grows with the bytes that
+    /// arrived, never to the announced length. A longer frame closes the connection. Read when
+    /// a connection opens; an update refuses values under 4 MiB (broker registrations).
+    frame_max_length: i32 = "com.rocketmq.remoting.frameMaxLength", 16_777_216;
+    /// `serverMaxPendingFrameBytes`: the most bytes all connections together hold for frames
+    /// not yet complete (default 536870912, 512 MiB; at least `frameMaxLength`). A connection
+    /// whose partial frame would take the total over it is closed (logged, counted in the
+    /// `pending_frame_bytes` cap metric). Takes effect at once.
+    server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
+    /// `serverConnectionMaxPendingResponseBytes`: the most bytes of answers one connection may
+    /// have waiting for its client to read them (default 33554432, 32 MiB; more than any one
+    /// answer). A client that asks for more without reading is closed. Takes effect at once.
+    server_connection_max_pending_response_bytes: i64 =
+        "serverConnectionMaxPendingResponseBytes", 32 << 20;
+    /// `serverMaxPendingResponseBytes`: the most bytes of answers all connections together may
+    /// have waiting for slow or stuck readers (default 536870912, 512 MiB; at least
+    /// `serverConnectionMaxPendingResponseBytes`). A connection whose waiting answers would
+    /// take the total over it is closed. Takes effect at once.
+    server_max_pending_response_bytes: i64 = "serverMaxPendingResponseBytes", 512 << 20;
+    /// `registerBodyMaxInflatedBytes`: the most bytes a compressed REGISTER_BROKER body may
+    /// inflate to (default 67108864, 64 MiB; a 50,000-topic table inflates to under 5 MiB).
+    /// A larger one is refused with SYSTEM_ERROR and the broker's routes stay as they were.
+    /// Takes effect at once.
+    register_body_max_inflated_bytes: i64 = "registerBodyMaxInflatedBytes", 64 << 20;
+    /// `registerBrokerMaxTopics`: the most topics one REGISTER_BROKER body may carry (default
+    /// 200000, four times the largest broker we benchmark). A registration with more is
+    /// refused with SYSTEM_ERROR `register broker failed: <n> topics exceed the limit of <max>
+    /// (registerBrokerMaxTopics)`, and nothing of it is applied: the broker keeps its previous
+    /// routes until they expire (it retries every 30 s and logs the remark). A compressed body
+    /// is refused from its announced count, before its topics are read. Takes effect at once.
+    register_broker_max_topics: i32 = "registerBrokerMaxTopics", 200_000;
+    /// `kvConfigMaxValueBytes`: the longest value PUT_KV_CONFIG accepts, bytes of UTF-8
+    /// (default 65536). A longer one is refused with SYSTEM_ERROR and nothing is stored.
+    /// Takes effect at once.
+    kv_config_max_value_bytes: i32 = "kvConfigMaxValueBytes", 65_536;
 
     // ---- JVM system properties in Java, read from the same file here ----
     /// `rocketmq.serialize.type`: header serialization of our responses, `JSON` (default when
@@ -151,10 +217,12 @@ conf::config_struct! {
     /// `/healthz` and `/readyz`, the JSON API under `/api/v1/`, the dashboard at `/`, the
     /// address server at `/rocketmq/nsaddr`). Default 8080, the port the Java client's
     /// address-server lookup uses when `rocketmq.namesrv.domain` has none; `0` disables the
-    /// listener. A port already taken stops start-up. Read once at start.
+    /// listener. A port already taken stops start-up. Read once at start; UPDATE_NAMESRV_CONFIG
+    /// may not change it (the probes would lose the server at the next start).
     http_listen_port: i32 = "httpListenPort", 8080;
     /// `httpBindAddress`: address the HTTP listener binds (hostname, IPv4 or IPv6). Unset (the
-    /// default): the same as `bindAddress`. Read once at start.
+    /// default): the same as `bindAddress`. Read once at start; UPDATE_NAMESRV_CONFIG may not
+    /// change it.
     http_bind_address: Option<String> = "httpBindAddress", None;
     /// `metricsEnable`: record per-request metrics and serve `/metrics` (default `true`). With
     /// `false` the connection path reads no clock and counts nothing per request, and
@@ -194,12 +262,63 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("writeBufferLowWaterMark", 0, i32::MAX as i64),
     ("serverSocketBacklog", 0, i32::MAX as i64),
     ("shutdownWaitTimeSeconds", 0, i32::MAX as i64),
+    ("serverMaxConnections", 1, i32::MAX as i64),
+    ("serverFrameTimeoutSeconds", 0, i32::MAX as i64),
+    ("com.rocketmq.remoting.frameMaxLength", 64 * 1024, i32::MAX as i64),
+    ("serverMaxPendingFrameBytes", 64 * 1024, i64::MAX),
+    ("serverConnectionMaxPendingResponseBytes", 64 * 1024, i64::MAX),
+    ("serverMaxPendingResponseBytes", 64 * 1024, i64::MAX),
+    ("registerBodyMaxInflatedBytes", 64 * 1024, i64::MAX),
+    ("registerBrokerMaxTopics", 1, i32::MAX as i64),
+    ("kvConfigMaxValueBytes", 1, i32::MAX as i64),
 ];
+
+/// Keys whose value must be at least another key's: (key, the key it may not be below).
+const AT_LEAST: &[(&str, &str)] = &[
+    ("serverMaxPendingFrameBytes", "com.rocketmq.remoting.frameMaxLength"),
+    ("serverMaxPendingResponseBytes", "serverConnectionMaxPendingResponseBytes"),
+];
+
+/// Floors an UPDATE_NAMESRV_CONFIG must respect (a start-up file may go lower, e.g. in a
+/// test): (key, minimum, why). Zero stays allowed for the keys in [`ZERO_IS_OFF`].
+const UPDATE_FLOORS: &[(&str, i64, &str)] = &[
+    (
+        "serverChannelMaxIdleTimeSeconds",
+        60,
+        "must be 0 (never) or at least 60 at run time: brokers re-register every 30 s (60 s at \
+         most), so a shorter idle timeout closes their connections and drops their routes",
+    ),
+    (
+        "serverFrameTimeoutSeconds",
+        10,
+        "must be 0 (never) or at least 10 at run time: a broker's multi-MB registration may \
+         take seconds to arrive",
+    ),
+    (
+        "scanNotActiveBrokerInterval",
+        1000,
+        "must be at least 1000 (ms) at run time: the liveness scan would run continuously",
+    ),
+    (
+        "com.rocketmq.remoting.frameMaxLength",
+        4 << 20,
+        "must be at least 4194304 at run time: broker registrations of a few thousand topics \
+         are larger",
+    ),
+];
+
+/// Where the server listens: an update may not change them (the next start would leave the
+/// address clients, brokers and probes use, or fail to bind).
+const RESTART_ONLY: [&str; 4] = ["listenPort", "bindAddress", "httpListenPort", "httpBindAddress"];
+
+/// Keys of [`UPDATE_FLOORS`] for which 0 means "off".
+const ZERO_IS_OFF: &[&str] = &["serverChannelMaxIdleTimeSeconds", "serverFrameTimeoutSeconds"];
 
 /// Keys that UPDATE_NAMESRV_CONFIG may never change, whatever `configBlackList` says.
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
-pub const FIXED_BLACK_LIST: [&str; 4] =
-    ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"];
+/// Java's four, plus `routeSnapshotPath` (a path the server writes to, like the other two).
+pub const FIXED_BLACK_LIST: [&str; 5] =
+    ["configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "routeSnapshotPath"];
 
 impl Config {
     /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
@@ -219,12 +338,55 @@ impl Config {
     /// other numbers not negative, `bindAddress` not empty. The error names the key and value.
     pub fn validate(&self) -> Result<(), ConfigError> {
         conf::table::check_ranges(self, INT_RANGES)?;
+        for &(key, floor) in AT_LEAST {
+            let number = |k: &str| self.get(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+            if number(key) < number(floor) {
+                let value = self.get(key).unwrap_or_default();
+                return Err(invalid(key, &value, &format!("must be at least {floor}")));
+            }
+        }
         if self.bind_address.is_empty() {
             return Err(conf::table::invalid(
                 "bindAddress",
                 &self.bind_address,
                 "must not be empty",
             ));
+        }
+        Ok(())
+    }
+
+    /// The checks an UPDATE_NAMESRV_CONFIG (318) must also pass, beyond [`Config::validate`]:
+    /// no value that would break the running server or take it off its address at the next
+    /// start. `self` is the updated configuration, `running` the one in use. The error names
+    /// the key and says why.
+    pub fn validate_update(&self, running: &Config) -> Result<(), ConfigError> {
+        let restart_only = |key: &str, value: String, now: String| {
+            invalid(
+                key,
+                &value,
+                &format!(
+                    "cannot be changed at run time (the server listens with {now}); change it \
+                     in the config file and restart"
+                ),
+            )
+        };
+        for key in RESTART_ONLY {
+            let (value, now) = (self.get(key), running.get(key));
+            if value != now {
+                let shown = |v: Option<String>| v.unwrap_or_else(|| "unset".to_owned());
+                return Err(restart_only(key, shown(value), shown(now)));
+            }
+        }
+        for &(key, min, why) in UPDATE_FLOORS {
+            let Some(value) = self.get(key) else { continue };
+            if running.get(key).as_ref() == Some(&value) {
+                continue; // unchanged: the running value, whatever the start-up file said
+            }
+            let number: i64 = value.parse().unwrap_or(0);
+            let off = number == 0 && ZERO_IS_OFF.contains(&key);
+            if !off && number < min {
+                return Err(invalid(key, &value, why));
+            }
         }
         Ok(())
     }
@@ -238,6 +400,18 @@ impl Config {
         list
     }
 
+    /// The route snapshot file: `routeSnapshotPath`, or `routes.snapshot` in the directory of
+    /// `kvConfigPath`.
+    pub fn route_snapshot_file(&self) -> PathBuf {
+        match self.route_snapshot_path.as_deref() {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => Path::new(&self.kv_config_path)
+                .parent()
+                .unwrap_or_else(|| Path::new("."))
+                .join("routes.snapshot"),
+        }
+    }
+
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
     /// otherwise).
     pub fn effective_serialize_type(&self) -> SerializeType {
@@ -248,6 +422,9 @@ impl Config {
 impl conf::Rules for Config {
     fn check(&self) -> Result<(), ConfigError> {
         self.validate()
+    }
+    fn check_update(&self, running: &Self) -> Result<(), ConfigError> {
+        self.validate_update(running)
     }
     fn update_black_list(&self) -> BTreeSet<String> {
         self.black_list()
@@ -329,7 +506,15 @@ mod tests {
         let list: Vec<_> = config.black_list().into_iter().collect();
         assert_eq!(
             list,
-            ["a", "b", "configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"]
+            [
+                "a",
+                "b",
+                "configBlackList",
+                "configStorePath",
+                "kvConfigPath",
+                "rocketmqHome",
+                "routeSnapshotPath"
+            ]
         );
     }
 

@@ -112,7 +112,7 @@ impl Drop for Lane {
 }
 
 /// Lowers the calling thread's priority (Linux: a thread's nice value is its own).
-fn lower_priority(nice: i32) {
+pub(crate) fn lower_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         let tid = rustix::thread::gettid();

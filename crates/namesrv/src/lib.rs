@@ -5,6 +5,7 @@
 //! `mqnamesrv` binary is a thin wrapper around it (`listen::bind`, then `server::serve`).
 mod background;
 pub mod cli;
+pub mod codec;
 pub mod config;
 pub mod controller;
 pub mod dispatch;
@@ -13,11 +14,13 @@ pub mod handler;
 pub mod http;
 pub mod kv;
 pub mod lane;
+pub mod limits;
 pub mod listen;
 pub mod metrics;
 pub mod route;
 pub mod server;
 pub mod shutdown;
+pub mod snapshot;
 pub mod state;
 pub mod transport;
 pub mod versions;
@@ -44,12 +47,18 @@ pub enum RunError {
     Tls(#[from] transport::TlsError),
 }
 
-/// Builds the server state from `config`: validates it, loads the KV store and the TLS context.
+/// Builds the server state from `config`: validates it, loads the KV store and the TLS
+/// context, and restores the route snapshot (when `routeSnapshotEnable`), so that the routes
+/// are there before the first client is accepted. Blocking (file I/O).
 pub fn build_state(config: Config) -> Result<Arc<State>, RunError> {
     config.validate()?;
     let kv = kv::KvStore::load(&config.kv_config_path)?;
     let tls = transport::TlsContext::new(tls_settings(&config))?;
-    Ok(Arc::new(State::new(Arc::new(SharedConfig::new(config)), kv, tls)))
+    let state = Arc::new(State::new(Arc::new(SharedConfig::new(config)), kv, tls));
+    if let Some(file) = &state.route_snapshot {
+        file.restore(&state.routes, state.now_ms());
+    }
+    Ok(state)
 }
 
 /// The `tls.*` settings: the `-c` file's keys, overridden by the file named by `tls.config.file`

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use namesrv::cli::{parse_cli, CliAction};
 use namesrv::Config;
-use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -21,14 +20,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code() & 0xFF).unwrap_or(1));
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    conf::cli::init_logging("info,openraft=warn");
     if let Some(message) = config.load_message() {
         println!("{message}");
     }
@@ -49,12 +41,16 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let listeners = namesrv::listen::bind(&config).await?;
+    // Every config check before any port is taken (a bad key is reported as itself).
+    let embedded = namesrv::controller::controller_config(&config)?;
+    let serialize_type = config.effective_serialize_type();
+    // KV store, TLS and the route snapshot are loaded before the ports open: the first client
+    // finds the routes already there.
+    let state = tokio::task::block_in_place(|| namesrv::build_state(config))?;
+    let listeners = namesrv::listen::bind(&state.config.snapshot()).await?;
     let local = listeners.remoting.local_addr()?;
     let http = listeners.http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
-    let serialize_type = config.effective_serialize_type();
-    let embedded = namesrv::controller::controller_config(&config)?;
-    let state = namesrv::build_state(config)?;
+    let shutdown = conf::cli::shutdown_signal();
     println!(
         "The Name Server boot success. serializeType={}, address {local}",
         match serialize_type {
@@ -71,7 +67,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         embedded.map(|c| namesrv::controller::spawn(c, None, stop.clone().cancelled_owned()));
     let signal = stop.clone();
     namesrv::server::serve(listeners, state, async move {
-        shutdown_signal().await;
+        shutdown.await;
         signal.cancel();
     })
     .await;
@@ -80,27 +76,4 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
     }
     Ok(())
-}
-
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

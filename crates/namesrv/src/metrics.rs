@@ -331,6 +331,32 @@ pub struct StateGauges {
     pub tls_reloads: (u64, u64),
     /// Unregistrations waiting in the batch queue.
     pub unregister_queue: i64,
+    /// Resource caps triggered since start, by kind (`limits::Cap`), and the bytes all
+    /// connections hold now for partial frames and for answers waiting for their readers.
+    pub caps: CapGauges,
+    /// The route snapshot's counters; `None` when `routeSnapshotEnable` is off.
+    pub route_snapshot: Option<SnapshotGauges>,
+}
+
+/// The resource caps at scrape time (kept in `limits.rs`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CapGauges {
+    /// (kind, triggers since start) for every cap.
+    pub triggered: Vec<(&'static str, u64)>,
+    pub pending_frame_bytes: i64,
+    pub pending_response_bytes: i64,
+}
+
+/// The route snapshot at scrape time (kept in `snapshot.rs`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapshotGauges {
+    pub writes_ok: u64,
+    pub writes_failed: u64,
+    /// The start-up load's outcome label (`loaded`, `loaded_backup`, `missing`, `unreadable`).
+    pub loaded: Option<&'static str>,
+    /// Age in seconds of the snapshot on disk (by its own time stamp); `None` before any.
+    pub age_seconds: Option<i64>,
+    pub size_bytes: i64,
 }
 
 impl StateGauges {
@@ -358,6 +384,29 @@ impl StateGauges {
                 (counts.succeeded.load(Relaxed), counts.failed.load(Relaxed))
             },
             unregister_queue: i64::try_from(state.unregister_queue_len()).unwrap_or(i64::MAX),
+            caps: CapGauges {
+                triggered: crate::limits::Cap::ALL
+                    .iter()
+                    .map(|cap| (cap.as_str(), state.limits.trigger_count(*cap)))
+                    .collect(),
+                pending_frame_bytes: gauge_value(state.limits.pending_frame_bytes.used()),
+                pending_response_bytes: gauge_value(state.limits.pending_response_bytes.used()),
+            },
+            route_snapshot: state.route_snapshot.as_ref().map(|file| {
+                let stats = file.stats();
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                let taken = stats.taken_at_ms();
+                SnapshotGauges {
+                    writes_ok: stats.writes_ok(),
+                    writes_failed: stats.writes_failed(),
+                    loaded: file.restored().map(crate::snapshot::Restored::as_str),
+                    age_seconds: (taken > 0)
+                        .then(|| gauge_value(now_ms.saturating_sub(taken) / 1000)),
+                    size_bytes: gauge_value(stats.size_bytes()),
+                }
+            }),
         }
     }
 
@@ -401,5 +450,49 @@ impl StateGauges {
             "TLS certificate reloads after a file change, by result",
             reloads,
         );
+        let caps = Family::<ReasonLabel, Counter>::default();
+        for (kind, n) in &self.caps.triggered {
+            caps.get_or_create(&[("kind", kind)]).inc_by(*n);
+        }
+        r.register("resource_caps_triggered", "Resource caps reached (a connection closed, a request refused), by kind: connections, frame_timeout, frame_length, pending_frame_bytes, connection_response_bytes, pending_response_bytes, write_timeout, inflated_body, topics_per_broker, kv_value_bytes", caps);
+        r.register(
+            "pending_frame_bytes",
+            "Bytes held for frames not yet complete, all connections (serverMaxPendingFrameBytes)",
+            plain(self.caps.pending_frame_bytes),
+        );
+        r.register(
+            "pending_response_bytes",
+            "Bytes of answers waiting for their readers, all connections (serverMaxPendingResponseBytes)",
+            plain(self.caps.pending_response_bytes),
+        );
+        if let Some(snapshot) = &self.route_snapshot {
+            let writes = Family::<ReasonLabel, Counter>::default();
+            writes.get_or_create(&[("result", "ok")]).inc_by(snapshot.writes_ok);
+            writes.get_or_create(&[("result", "failed")]).inc_by(snapshot.writes_failed);
+            r.register("route_snapshot_writes", "Route snapshot writes, by result", writes);
+            let loads = Family::<ReasonLabel, Counter>::default();
+            for outcome in ["loaded", "loaded_backup", "missing", "unreadable"] {
+                let n = u64::from(snapshot.loaded == Some(outcome));
+                loads.get_or_create(&[("result", outcome)]).inc_by(n);
+            }
+            r.register("route_snapshot_loads", "Route snapshot loads at start-up, by result (loaded, loaded_backup: the snapshot was damaged, missing, unreadable: snapshot and .bak damaged)", loads);
+            if let Some(age) = snapshot.age_seconds {
+                r.register(
+                    "route_snapshot_age_seconds",
+                    "Age of the route snapshot on disk (written or restored), seconds",
+                    plain(age),
+                );
+            }
+            r.register(
+                "route_snapshot_size_bytes",
+                "Size of the route snapshot on disk, bytes",
+                plain(snapshot.size_bytes),
+            );
+        }
     }
+}
+
+/// A count or size as a gauge value.
+fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

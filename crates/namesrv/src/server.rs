@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
-use remoting::frame::{FrameError, RemotingCodec};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -21,7 +20,9 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
+use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch::dispatch;
+use crate::limits::{Admitted, Cap, Held};
 use crate::listen::Listeners;
 use crate::metrics::RequestResult;
 use crate::shutdown::{self, Shutdown};
@@ -60,9 +61,11 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
-                    let state = state.clone();
-                    let shutdown = conn_shutdown.clone();
-                    conns.spawn(async move { accept_one(state, tcp, peer, shutdown).await });
+                    if let Some(admitted) = admit(&state, peer) {
+                        let state = state.clone();
+                        let shutdown = conn_shutdown.clone();
+                        conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                    }
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -76,6 +79,9 @@ pub async fn serve(
     }
     state.set_readiness(Readiness::Draining);
     info!("shutdown requested: no longer accepting connections");
+    // Connections closed by the shutdown itself no longer unregister their brokers: the final
+    // route snapshot keeps them for the next start.
+    state.set_stopping();
     let grace = state.graceful_shutdown_window();
     if let Some(window) = grace {
         // Java enableShutdownGracefully: keep serving (new clients get GO_AWAY) for the window.
@@ -85,8 +91,10 @@ pub async fn serve(
             loop {
                 match listener.accept().await {
                     Ok((tcp, peer)) => {
-                        let (state, shutdown) = (state.clone(), conn_shutdown.clone());
-                        conns.spawn(async move { accept_one(state, tcp, peer, shutdown).await });
+                        if let Some(admitted) = admit(&state, peer) {
+                            let (state, shutdown) = (state.clone(), conn_shutdown.clone());
+                            conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                        }
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
                 }
@@ -111,6 +119,12 @@ pub async fn serve(
     for task in background {
         let _ = task.await;
     }
+    crate::snapshot::write_final(&state).await;
+    // A large KV store's journal folded into kvConfig.json: the file is whole for Java.
+    let kv = Arc::clone(&state.kv);
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || kv.compact()).await {
+        warn!(error = %e, "KV journal not compacted at shutdown; it is replayed at the next start");
+    }
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     state.events.close();
@@ -121,7 +135,28 @@ pub async fn serve(
     info!("nameserver stopped");
 }
 
-async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdown: Shutdown) {
+/// A place for a new connection under `serverMaxConnections`; `None` (the connection is then
+/// dropped, so closed at once) when all are taken.
+fn admit(state: &State, peer: SocketAddr) -> Option<Admitted> {
+    let max = usize::try_from(state.config.load().server_max_connections).unwrap_or(usize::MAX);
+    let admitted = state.limits.admit(max);
+    if admitted.is_none() {
+        state.limits.triggered(
+            Cap::Connections,
+            state.uptime_ms(),
+            format_args!("{max} connections open; {peer} closed (serverMaxConnections)"),
+        );
+    }
+    admitted
+}
+
+async fn accept_one(
+    state: Arc<State>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    shutdown: Shutdown,
+    _admitted: Admitted,
+) {
     if let Err(e) = tcp.set_nodelay(true) {
         debug!(%peer, error = %e, "set_nodelay failed");
     }
@@ -147,7 +182,9 @@ async fn accept_one(state: Arc<State>, tcp: TcpStream, peer: SocketAddr, shutdow
 }
 
 /// Reads, dispatches and answers frames on one connection until EOF, a decode error, the idle
-/// timeout or shutdown (after answering everything already received).
+/// timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that leaves
+/// more answers unread than the caps allow, or shutdown (after answering everything already
+/// received).
 pub async fn serve_connection<S>(
     state: &Arc<State>,
     stream: S,
@@ -158,16 +195,19 @@ pub async fn serve_connection<S>(
 {
     // One task owns the whole stream (no split halves to synchronise): read what is there,
     // answer it, flush once per batch.
-    let mut framed = Framed::new(stream, RemotingCodec::new());
+    let mut framed = Framed::new(stream, ServerCodec::new(state));
     // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
     // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two writes).
     framed.set_backpressure_boundary(WRITE_BATCH);
-    let idle = state.idle_timeout();
-    // One long-lived idle timer, re-armed only when it fires (not once per request).
-    let idle_timer = tokio::time::sleep(idle);
-    tokio::pin!(idle_timer);
+    let clock = Clock::new(state);
+    // One long-lived timer for the idle and frame deadlines, re-armed only when it fires (not
+    // once per request).
+    let timer = tokio::time::sleep_until(clock.next_deadline(Instant::now(), Instant::now(), None));
+    tokio::pin!(timer);
     let mut draining = shutdown.is_shutdown();
     let mut large_frames = LargeFrames::default();
+    // False once a write failed or a cap closed the connection: nothing more is written.
+    let mut writable = true;
     // Request timing (metricsEnable): a request's time starts where the previous answer of
     // the batch ended (one clock read per request), or when it is taken up after a wait.
     let timing = state.metrics.enabled();
@@ -177,14 +217,14 @@ pub async fn serve_connection<S>(
             Some(item) => item,
             None => {
                 mark = None;
-                if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
-                    debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                if flush(&mut framed, state, ctx, &clock).await.is_err() {
+                    writable = false;
                     break;
                 }
                 if draining {
                     break;
                 }
-                match wait(&mut framed, idle_timer.as_mut(), idle, &mut shutdown, ctx).await {
+                match wait(&mut framed, state, timer.as_mut(), &clock, &mut shutdown, ctx).await {
                     Wake::Frame(item) => item,
                     Wake::Drain => {
                         draining = true;
@@ -209,6 +249,12 @@ pub async fn serve_connection<S>(
                     framed.read_buffer_mut().reserve(READ_ROOM);
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
+                if framed.write_buffer().len() >= WRITE_BATCH
+                    && flush(&mut framed, state, ctx, &clock).await.is_err()
+                {
+                    writable = false;
+                    break;
+                }
                 let result;
                 if request.code == ROUTE_CODE
                     && crate::handler::route::write_route(
@@ -217,18 +263,14 @@ pub async fn serve_connection<S>(
                         framed.write_buffer_mut(),
                     )
                 {
+                    // Answered in place.
                     result = RequestResult::Answered(SUCCESS);
-                    // Answered in place; flush mid-batch like `feed` would past the boundary.
-                    if framed.write_buffer().len() >= WRITE_BATCH {
-                        if let Err(e) = SinkExt::<RemotingCommand>::flush(&mut framed).await {
-                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                            break;
-                        }
-                    }
                 } else if let Some(response) = dispatch(state, ctx, request).await {
                     result = RequestResult::Answered(response.code);
+                    // Below the backpressure boundary (flushed above), so `feed` only encodes.
                     if let Err(e) = framed.feed(response).await {
                         debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+                        writable = false;
                         break;
                     }
                 } else {
@@ -247,7 +289,111 @@ pub async fn serve_connection<S>(
             }
         }
     }
-    let _ = SinkExt::<RemotingCommand>::flush(&mut framed).await;
+    if writable {
+        let _ = flush(&mut framed, state, ctx, &clock).await;
+    }
+}
+
+/// The deadlines of one connection: `serverChannelMaxIdleTimeSeconds` (no complete frame for
+/// so long) and `serverFrameTimeoutSeconds` (a frame begun that long ago and not complete).
+struct Clock {
+    idle: Option<Duration>,
+    frame: Option<Duration>,
+}
+
+/// A deadline that never comes (both timeouts off).
+const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
+impl Clock {
+    fn new(state: &State) -> Self {
+        let frame = u64::try_from(state.config.load().server_frame_timeout_seconds).unwrap_or(0);
+        Self { idle: state.idle_timeout(), frame: (frame > 0).then(|| Duration::from_secs(frame)) }
+    }
+
+    /// When the timer must next look: the idle deadline, the frame deadline, or (no frame
+    /// begun) one frame timeout from now, to catch a frame that begins meanwhile.
+    fn next_deadline(
+        &self,
+        now: Instant,
+        quiet_since: Instant,
+        started: Option<Instant>,
+    ) -> Instant {
+        let idle = self.idle.map(|d| quiet_since + d);
+        let frame = self.frame.map(|d| started.map_or(now + d, |s| s + d));
+        idle.into_iter().chain(frame).min().unwrap_or(now + NEVER)
+    }
+}
+
+/// Writes out the answers in the write buffer. When the client does not take them at once,
+/// what waits counts against `serverConnectionMaxPendingResponseBytes` and the server-wide
+/// `serverMaxPendingResponseBytes`, and must be taken within the idle timeout; `Err` (the
+/// connection is to be closed) when a cap is passed or the write fails.
+async fn flush<S>(
+    framed: &mut Framed<S, ServerCodec>,
+    state: &State,
+    ctx: &ConnCtx,
+    clock: &Clock,
+) -> Result<(), ()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let failed =
+        |e: ServerFrameError| debug!(peer = %ctx.peer, error = %e, "write failed; closing");
+    match SinkExt::<RemotingCommand>::flush(framed).now_or_never() {
+        Some(done) => return done.map_err(failed),
+        None if framed.write_buffer().is_empty() => return Ok(()),
+        None => {}
+    }
+    let waiting = framed.write_buffer().len() as u64;
+    let config = state.config.load();
+    let per_conn = u64::try_from(config.server_connection_max_pending_response_bytes).unwrap_or(0);
+    if waiting > per_conn {
+        state.limits.triggered(
+            Cap::ConnectionResponseBytes,
+            state.uptime_ms(),
+            format_args!(
+                "{} left {waiting} bytes of answers unread; closed \
+                 (serverConnectionMaxPendingResponseBytes {per_conn})",
+                ctx.peer
+            ),
+        );
+        return Err(());
+    }
+    let all = u64::try_from(config.server_max_pending_response_bytes).unwrap_or(0);
+    let mut held = Held::new(&state.limits.pending_response_bytes);
+    if !held.set(waiting, all) {
+        state.limits.triggered(
+            Cap::PendingResponseBytes,
+            state.uptime_ms(),
+            format_args!(
+                "{} bytes of answers wait for their readers; {} needing {waiting} closed \
+                 (serverMaxPendingResponseBytes {all})",
+                state.limits.pending_response_bytes.used(),
+                ctx.peer
+            ),
+        );
+        return Err(());
+    }
+    drop(config);
+    let write = SinkExt::<RemotingCommand>::flush(framed);
+    let Some(limit) = clock.idle else {
+        return write.await.map_err(failed);
+    };
+    match tokio::time::timeout(limit, write).await {
+        Ok(done) => done.map_err(failed),
+        Err(_) => {
+            state.limits.triggered(
+                Cap::WriteTimeout,
+                state.uptime_ms(),
+                format_args!(
+                    "{} took no answer for {}s; closed (serverChannelMaxIdleTimeSeconds)",
+                    ctx.peer,
+                    limit.as_secs()
+                ),
+            );
+            Err(())
+        }
+    }
 }
 
 /// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
@@ -298,18 +444,20 @@ fn shrink_read_buffer(buf: &mut BytesMut) {
 
 /// Why a quiet connection woke up.
 enum Wake {
-    Frame(Option<Result<RemotingCommand, FrameError>>),
+    Frame(Option<Result<RemotingCommand, ServerFrameError>>),
     /// Shutdown: answer what was received, then close.
     Drain,
     /// Idle for `serverChannelMaxIdleTimeSeconds`, or closed by the server (expired broker).
     Close,
 }
 
-/// Waits for the next frame, the idle deadline (counted from now), shutdown or a close request.
+/// Waits for the next frame, a deadline (idle: counted from now; frame: from its first
+/// bytes), shutdown or a close request.
 async fn wait<S>(
-    framed: &mut Framed<S, RemotingCodec>,
-    mut idle_timer: Pin<&mut Sleep>,
-    idle: Duration,
+    framed: &mut Framed<S, ServerCodec>,
+    state: &State,
+    mut timer: Pin<&mut Sleep>,
+    clock: &Clock,
     shutdown: &mut Shutdown,
     ctx: &ConnCtx,
 ) -> Wake
@@ -317,16 +465,39 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let quiet_since = Instant::now();
+    let due = clock.next_deadline(quiet_since, quiet_since, framed.codec().frame_started());
+    if timer.deadline() > due {
+        // Armed for later than a deadline that counts from now (a frame timeout longer
+        // than the idle timeout): rare, so the common path touches no timer.
+        timer.as_mut().reset(due);
+    }
     loop {
         tokio::select! {
             item = framed.next() => return Wake::Frame(item),
-            () = &mut idle_timer => {
-                let deadline = quiet_since + idle;
-                if Instant::now() >= deadline {
+            () = &mut timer => {
+                let now = Instant::now();
+                let started = framed.codec().frame_started();
+                if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
                     info!(peer = %ctx.peer, "connection idle; closing");
                     return Wake::Close;
                 }
-                idle_timer.as_mut().reset(deadline);
+                if let (Some(limit), Some(started)) = (clock.frame, started) {
+                    if now >= started + limit {
+                        state.limits.triggered(
+                            Cap::FrameTimeout,
+                            state.uptime_ms(),
+                            format_args!(
+                                "{} sent {} bytes of a frame in {}s; closed \
+                                 (serverFrameTimeoutSeconds)",
+                                ctx.peer,
+                                framed.read_buffer().len(),
+                                limit.as_secs()
+                            ),
+                        );
+                        return Wake::Close;
+                    }
+                }
+                timer.as_mut().reset(clock.next_deadline(now, quiet_since, started));
             }
             () = shutdown.recv() => return Wake::Drain,
             () = ctx.close.notified() => {
@@ -339,7 +510,133 @@ where
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
     use super::*;
+    use crate::config::Config;
+
+    /// A server state whose KV store holds `NS/<n>` = `n` bytes for each of `values`.
+    fn state_with(
+        adjust: impl FnOnce(&mut Config),
+        values: &[usize],
+    ) -> (Arc<State>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut config = Config {
+            kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
+            kv_config_max_value_bytes: 1 << 20,
+            ..Config::default()
+        };
+        adjust(&mut config);
+        let state = crate::build_state(config).expect("state");
+        for n in values {
+            state.kv.put("NS", &n.to_string(), Some(&"v".repeat(*n))).expect("put");
+        }
+        (state, dir)
+    }
+
+    /// A connection served over an in-memory pipe that buffers 4 KiB (a client that does not
+    /// read stalls the server's writes after that); the client end and the connection task.
+    fn connect(state: &Arc<State>, id: u64) -> (DuplexStream, tokio::task::JoinHandle<()>) {
+        let (client, server_end) = tokio::io::duplex(4096);
+        let state = Arc::clone(state);
+        let ctx = ConnCtx { id, peer: "127.0.0.1:1".parse().expect("addr"), close: Arc::default() };
+        let (trigger, shutdown) = crate::shutdown::channel();
+        let task = tokio::spawn(async move {
+            serve_connection(&state, server_end, &ctx, shutdown).await;
+            drop(trigger);
+        });
+        (client, task)
+    }
+
+    /// GET_KV_CONFIG of the `n`-byte value: an answer of about `n` bytes.
+    async fn ask(client: &mut DuplexStream, n: usize) {
+        let mut cmd = remoting::RemotingCommand::request(remoting::RequestCode::GetKvConfig);
+        cmd.ext_fields =
+            Some([("namespace", "NS".to_owned()), ("key", n.to_string())].into_iter().collect());
+        let bytes = remoting::frame::encode_to_bytes(&cmd).expect("encode");
+        client.write_all(&bytes).await.expect("send");
+    }
+
+    /// Reads one whole answer frame; its length.
+    async fn read_answer(client: &mut DuplexStream) -> usize {
+        let len = client.read_u32().await.expect("prefix") as usize;
+        let mut frame = vec![0u8; len];
+        client.read_exact(&mut frame).await.expect("frame");
+        len
+    }
+
+    /// Whether the connection task ends (the server closed it) within 100 s (of paused time
+    /// where the test pauses it).
+    async fn closed(task: tokio::task::JoinHandle<()>) -> bool {
+        tokio::time::timeout(Duration::from_secs(100), task).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_client_leaving_more_answers_unread_than_its_cap_is_closed_a_reader_is_not() {
+        let (state, _dir) = state_with(
+            |c| c.server_connection_max_pending_response_bytes = 64 * 1024,
+            &[50_000, 200_000],
+        );
+        // A reader of 50 KB answers: each waits less than the 64 KiB cap while it reads.
+        let (mut reader, reading) = connect(&state, 1);
+        for _ in 0..5 {
+            ask(&mut reader, 50_000).await;
+            assert!(read_answer(&mut reader).await > 50_000);
+        }
+        // A client that never reads its 200 KB answer: closed.
+        let (mut sleeper, sleeping) = connect(&state, 2);
+        ask(&mut sleeper, 200_000).await;
+        assert!(closed(sleeping).await, "closed by the per-connection cap");
+        assert_eq!(state.limits.trigger_count(Cap::ConnectionResponseBytes), 1);
+        assert_eq!(state.limits.pending_response_bytes.used(), 0, "nothing left held");
+        ask(&mut reader, 50_000).await;
+        assert!(read_answer(&mut reader).await > 50_000, "the reader is still served");
+        drop(reader);
+        assert!(closed(reading).await);
+    }
+
+    #[tokio::test]
+    async fn unread_answers_share_one_budget_and_the_client_passing_it_is_closed() {
+        let (state, _dir) = state_with(
+            |c| {
+                c.server_connection_max_pending_response_bytes = 256 * 1024;
+                c.server_max_pending_response_bytes = 256 * 1024;
+            },
+            &[200_000],
+        );
+        let (mut first, first_task) = connect(&state, 1);
+        ask(&mut first, 200_000).await;
+        let mut waited = 0;
+        while state.limits.pending_response_bytes.used() == 0 {
+            waited += 1;
+            assert!(waited < 10_000, "the first answer never waited");
+            tokio::task::yield_now().await;
+        }
+        assert!(state.limits.pending_response_bytes.used() > 190_000);
+        // The second unread 200 KB answer would pass the 256 KiB budget: closed.
+        let (mut second, second_task) = connect(&state, 2);
+        ask(&mut second, 200_000).await;
+        assert!(closed(second_task).await, "closed by the server-wide budget");
+        assert_eq!(state.limits.trigger_count(Cap::PendingResponseBytes), 1);
+        // The first, still waiting, gets its whole answer once it reads, and gives back.
+        assert!(read_answer(&mut first).await > 200_000);
+        assert_eq!(state.limits.pending_response_bytes.used(), 0);
+        drop(first);
+        assert!(closed(first_task).await);
+    }
+
+    // Paused time: the idle timeout passes without waiting for it.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_takes_no_answer_for_the_idle_timeout_is_closed() {
+        let (state, _dir) = state_with(|c| c.server_channel_max_idle_time_seconds = 30, &[50_000]);
+        let (mut sleeper, sleeping) = connect(&state, 1);
+        ask(&mut sleeper, 50_000).await;
+        let asked = Instant::now();
+        assert!(closed(sleeping).await);
+        assert!(asked.elapsed() >= Duration::from_secs(30), "not before the idle timeout");
+        assert_eq!(state.limits.trigger_count(Cap::WriteTimeout), 1);
+        assert_eq!(state.limits.pending_response_bytes.used(), 0);
+    }
 
     #[test]
     fn a_read_buffer_is_kept_only_between_close_large_frames() {

@@ -83,6 +83,13 @@ pub struct State {
     /// Where large registrations are decoded and applied: one thread per core but one (at
     /// least one), at a lower priority than the route reads.
     pub(crate) register_lane: crate::lane::Lane,
+    /// The resource caps' shared counters and budgets.
+    pub limits: Arc<crate::limits::Limits>,
+    /// The route snapshot file, when `routeSnapshotEnable` is on.
+    pub route_snapshot: Option<crate::snapshot::SnapshotFile>,
+    /// Set once shutdown begins: connections closing from then on leave their brokers' routes
+    /// in place (for the final snapshot).
+    stopping: AtomicBool,
 }
 
 impl State {
@@ -112,6 +119,11 @@ impl State {
             shutting_down: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
             conns: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            limits: Arc::default(),
+            route_snapshot: snapshot
+                .route_snapshot_enable
+                .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),
+            stopping: AtomicBool::new(false),
             register_lane: crate::lane::Lane::new(
                 std::thread::available_parallelism()
                     .map_or(1, |n| n.get().saturating_sub(1).max(1)),
@@ -129,6 +141,11 @@ impl State {
     /// Time since the server state was built (Java: since the route processor was created).
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// [`State::uptime`] in milliseconds (a monotonic clock for rate limits).
+    pub fn uptime_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The header serialization of every response (Java `rocketmq.serialize.type`, default JSON).
@@ -165,6 +182,11 @@ impl State {
         self.shutting_down.store(true, Ordering::Relaxed);
     }
 
+    /// Marks the start of shutdown (see the `stopping` field).
+    pub(crate) fn set_stopping(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+    }
+
     /// Whether the server is starting, serving or draining (`/readyz`).
     pub fn readiness(&self) -> Readiness {
         match self.readiness.load(Ordering::Relaxed) {
@@ -197,10 +219,12 @@ impl State {
         self.unregister_tx.max_capacity() - self.unregister_tx.capacity()
     }
 
-    /// `serverChannelMaxIdleTimeSeconds` as a duration (at least one second).
-    pub fn idle_timeout(&self) -> Duration {
+    /// `serverChannelMaxIdleTimeSeconds` as a duration; `None` for 0, which never closes an
+    /// idle connection (Java's `IdleStateHandler` with 0).
+    pub fn idle_timeout(&self) -> Option<Duration> {
         let secs = self.config.load().server_channel_max_idle_time_seconds;
-        Duration::from_secs(u64::try_from(secs).unwrap_or(120).max(1))
+        let secs = u64::try_from(secs).unwrap_or(120);
+        (secs > 0).then(|| Duration::from_secs(secs))
     }
 
     /// `Some(shutdownWaitTimeSeconds)` when `enableShutdownGracefully` is on.
@@ -234,6 +258,11 @@ impl State {
     /// Java: `BrokerHousekeepingService#onChannelClose`
     pub(crate) fn connection_closed(&self, id: ConnId) {
         self.conns.lock().remove(&id);
+        if self.stopping.load(Ordering::Relaxed) {
+            // Closed by our own shutdown: the brokers are still alive (and kept in the final
+            // route snapshot); they re-register with whichever nameserver comes next.
+            return;
+        }
         for request in self.routes.on_connection_closed(id) {
             debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
             self.submit_unregister(request, RemovalReason::ConnectionClosed);
@@ -248,10 +277,14 @@ impl State {
     ) -> Result<transport::Negotiated, TransportError> {
         // Until its first byte a connection is merely idle: Java bounds it only by the idle
         // timeout (IdleStateHandler), so the handshake limit starts with the first byte.
-        let idle = self.idle_timeout();
-        match tokio::time::timeout(idle, tcp.peek(&mut [0u8; 1])).await {
-            Ok(peeked) => drop(peeked?),
-            Err(_) => return Err(TransportError::Timeout(idle)),
+        let mut byte = [0u8; 1];
+        let first_byte = tcp.peek(&mut byte);
+        match self.idle_timeout() {
+            Some(idle) => match tokio::time::timeout(idle, first_byte).await {
+                Ok(peeked) => drop(peeked?),
+                Err(_) => return Err(TransportError::Timeout(idle)),
+            },
+            None => drop(first_byte.await?),
         }
         transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await
     }

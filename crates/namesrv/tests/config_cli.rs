@@ -202,12 +202,12 @@ fn update_round_trip_rewrites_file_and_keeps_bak() {
     let original = "listenPort=9876\ncustom=1\n";
     let (_dir, path, shared) = shared_from_file(original);
     shared
-        .apply_update(b"orderMessageEnable=true\nlistenPort=10000\ncustom=2\nnotKnown=x\n")
+        .apply_update(b"orderMessageEnable=true\nserverWorkerThreads=32\ncustom=2\nnotKnown=x\n")
         .expect("update");
 
     let text = shared.to_properties_text();
     assert!(text.contains("\norderMessageEnable=true\n"), "{text}");
-    assert!(text.contains("\nlistenPort=10000\n"), "{text}");
+    assert!(text.contains("\nserverWorkerThreads=32\n"), "{text}");
     assert!(text.contains("\ncustom=2\n"), "{text}");
     assert!(!text.contains("notKnown"), "unknown keys are dropped: {text}");
 
@@ -218,6 +218,57 @@ fn update_round_trip_rewrites_file_and_keeps_bak() {
 
     let reloaded = Config::load(Some(&path)).expect("persisted file loads");
     assert_eq!(reloaded.to_properties_text(), text);
+}
+
+/// Values that would break the running server or take it off its address at the next start
+/// are refused with a remark naming the key, and nothing of the update is applied or written.
+#[test]
+fn updates_that_would_break_the_server_are_refused_and_nothing_is_applied() {
+    let original = "listenPort=9876\nserverChannelMaxIdleTimeSeconds=120\n";
+    let (_dir, path, shared) = shared_from_file(original);
+    let before = shared.snapshot();
+    for (body, key) in [
+        (
+            "orderMessageEnable=true\nserverChannelMaxIdleTimeSeconds=1\n",
+            "serverChannelMaxIdleTimeSeconds",
+        ),
+        ("listenPort=1\n", "listenPort"),
+        ("listenPort=10000\n", "listenPort"),
+        ("bindAddress=10.1.2.3\n", "bindAddress"),
+        ("httpListenPort=1\n", "httpListenPort"),
+        ("httpBindAddress=10.1.2.3\n", "httpBindAddress"),
+        ("serverFrameTimeoutSeconds=1\n", "serverFrameTimeoutSeconds"),
+        ("scanNotActiveBrokerInterval=1\n", "scanNotActiveBrokerInterval"),
+        ("com.rocketmq.remoting.frameMaxLength=65536\n", "com.rocketmq.remoting.frameMaxLength"),
+        ("serverMaxPendingFrameBytes=100000\n", "serverMaxPendingFrameBytes"),
+        ("serverMaxConnections=0\n", "serverMaxConnections"),
+    ] {
+        let err = shared.apply_update(body.as_bytes()).expect_err(body);
+        let remark = err.to_string();
+        assert!(remark.contains(key), "{body}: {remark}");
+        assert_eq!(*shared.snapshot(), *before, "{body}: nothing applied");
+        assert_eq!(std::fs::read_to_string(&path).expect("file"), original, "{body}: not written");
+    }
+    let remark =
+        shared.apply_update(b"serverChannelMaxIdleTimeSeconds=1\n").expect_err("1 s").to_string();
+    assert!(remark.contains("drops their routes"), "says why: {remark}");
+    // Values a running server takes well are still applied: 0 (off), the port it has, ≥ 60 s.
+    shared
+        .apply_update(
+            b"serverChannelMaxIdleTimeSeconds=0\nlistenPort=9876\nserverFrameTimeoutSeconds=30\n",
+        )
+        .expect("acceptable values");
+    shared.apply_update(b"serverChannelMaxIdleTimeSeconds=60\n").expect("60 s");
+    assert_eq!(shared.snapshot().server_channel_max_idle_time_seconds, 60);
+}
+
+/// A start-up file may hold values an update may not set (tests run with short timeouts), and
+/// an update of another key does not trip over them.
+#[test]
+fn an_update_checks_only_the_keys_it_changes() {
+    let (_dir, _path, shared) = shared_from_file("serverChannelMaxIdleTimeSeconds=2\n");
+    shared.apply_update(b"orderMessageEnable=true\n").expect("unrelated key");
+    assert!(shared.snapshot().order_message_enable);
 }
 
 #[test]

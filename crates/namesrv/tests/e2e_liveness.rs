@@ -141,6 +141,16 @@ async fn idle_broker_connection_is_closed_and_the_broker_unregistered() {
     assert!(broker_conn.recv().await.is_none(), "the connection was closed");
 }
 
+// Java's IdleStateHandler with 0 never fires (this server used to close after 1 s).
+#[tokio::test(start_paused = true)]
+async fn an_idle_timeout_of_zero_never_closes_a_connection() {
+    let server = TestServer::start_with(|c| c.server_channel_max_idle_time_seconds = 0).await;
+    let mut conn = server.connect().await;
+    assert_eq!(conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await.code, 0);
+    sleep(Duration::from_secs(3600)).await;
+    assert_eq!(conn.call(request(RequestCode::GetBrokerClusterInfo, &[], None)).await.code, 0);
+}
+
 /// Sends `heartbeat()` oneway every second for 15 s (timeout 3 s), checking the route stays;
 /// then stops and expects expiry.
 async fn kept_alive_by(heartbeat: impl Fn() -> remoting::RemotingCommand) {

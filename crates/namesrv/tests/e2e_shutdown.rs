@@ -1,6 +1,7 @@
 //! Shutdown end to end: the GO_AWAY window of `enableShutdownGracefully` (in process), and the
 //! real `mqnamesrv` binary — SIGTERM answers everything already received and exits 0, `-p`, a bad
-//! config value, and KV durability across a SIGKILL and restart.
+//! config value, KV durability across a SIGKILL and restart, and the warm restart from the route
+//! snapshot (after SIGTERM, and after SIGKILL from the last periodic snapshot).
 
 mod common;
 
@@ -299,6 +300,49 @@ async fn acknowledged_kv_puts_survive_sigkill_and_restart() {
     assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
 }
 
+/// Registers broker-a (two topics) and broker-b on `addr`; the connections stay open.
+async fn register_two_brokers(addr: SocketAddr) -> Vec<common::Conn> {
+    let mut conns = Vec::new();
+    for (broker, topics) in [
+        (Broker::new("C", "broker-a", "10.0.0.1:10911", 0), ["RouteA", "Shared"]),
+        (Broker::new("C", "broker-b", "10.0.0.2:10911", 0), ["RouteB", "Shared"]),
+    ] {
+        let mut conn = common::Conn::connect(addr).await;
+        conn.register(&broker, &topics).await;
+        conns.push(conn);
+    }
+    conns
+}
+
+/// Every route of [`register_two_brokers`], read from a fresh connection.
+async fn routes_of_two_brokers(addr: SocketAddr) -> Vec<Option<remoting::body::TopicRouteData>> {
+    let mut client = common::Conn::connect(addr).await;
+    let mut routes = Vec::new();
+    for topic in ["RouteA", "RouteB", "Shared"] {
+        routes.push(client.route(topic).await);
+    }
+    routes
+}
+
+#[tokio::test]
+async fn a_restarted_binary_serves_every_route_before_any_broker_registers_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let mut ns = spawn_namesrv(&config).await;
+    let brokers = register_two_brokers(ns.addr).await;
+    let before = routes_of_two_brokers(ns.addr).await;
+    assert!(before.iter().all(Option::is_some));
+    send_signal(&ns.child, "TERM");
+    assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+    drop(brokers);
+
+    let mut ns = spawn_namesrv(&config).await;
+    // No broker has registered with this process: every route comes from the snapshot.
+    assert_eq!(routes_of_two_brokers(ns.addr).await, before);
+    send_signal(&ns.child, "TERM");
+    assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+}
+
 /// The TCP ports process `pid` listens on (Linux `/proc`).
 fn listening_ports(pid: u32) -> Vec<u16> {
     let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -329,7 +373,37 @@ async fn http_listen_port_zero_opens_no_http_listener() {
     let config = write_config(dir.path(), "");
     let mut ns = spawn_namesrv(&config).await;
     let pid = ns.child.id().expect("running");
-    assert_eq!(listening_ports(pid), vec![ns.addr.port()], "the remoting port only");
+    let ports: std::collections::BTreeSet<u16> = listening_ports(pid).into_iter().collect();
+    assert_eq!(
+        ports,
+        std::collections::BTreeSet::from([ns.addr.port()]),
+        "the remoting port only (pid {pid}, fds {:?})",
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).collect::<Vec<_>>())
+    );
+    send_signal(&ns.child, "TERM");
+    assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn after_sigkill_the_binary_restarts_with_its_last_periodic_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let mut ns = spawn_namesrv(&config).await;
+    let _brokers = register_two_brokers(ns.addr).await;
+    let before = routes_of_two_brokers(ns.addr).await;
+    // The writer runs every 5 s once something changed: wait for its file (bounded).
+    let snapshot = dir.path().join("routes.snapshot");
+    let deadline = tokio::time::Instant::now() + PROCESS_TIMEOUT;
+    while !std::fs::read(&snapshot).is_ok_and(|b| String::from_utf8_lossy(&b).contains("RouteB")) {
+        assert!(tokio::time::Instant::now() < deadline, "no periodic snapshot");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ns.child.start_kill().expect("SIGKILL");
+    assert!(!wait_exit(&mut ns.child).await.success());
+
+    let mut ns = spawn_namesrv(&config).await;
+    assert_eq!(routes_of_two_brokers(ns.addr).await, before);
     send_signal(&ns.child, "TERM");
     assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
 }

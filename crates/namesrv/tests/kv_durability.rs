@@ -1,6 +1,6 @@
 //! Crash durability of the KV store: a child process puts keys in a loop and prints each key
 //! once `put` has returned; the test SIGKILLs it at random points and checks after every kill
-//! that the file still parses and holds every acknowledged key.
+//! that the file (and, for a large store, its journal) still loads and holds every acknowledged key.
 //!
 //! The child is this same test binary re-executed with `KV_DURABILITY_CHILD` set.
 
@@ -18,9 +18,14 @@ const ROUNDS: u32 = 20;
 /// The child stops by itself after this long, in case the parent died.
 const CHILD_LIFETIME: Duration = Duration::from_secs(30);
 
-/// Child mode: load the file, then put `<round>-<n>` = `v<n>` until killed, acknowledging each.
-fn run_child(path: &Path, round: &str) {
+/// Child mode: load the file (with `big`, first store a value that makes it a large store,
+/// whose puts go to the journal), then put `<round>-<n>` = `v<n>` until killed, acknowledging
+/// each.
+fn run_child(path: &Path, round: &str, big: bool) {
     let kv = KvStore::load(path).expect("child: load KV file");
+    if big && kv.get("BIG", "value").is_none() {
+        kv.put("BIG", "value", Some(&"x".repeat(300_000))).expect("child: big put");
+    }
     let stdout = std::io::stdout();
     let started = Instant::now();
     let mut n: u64 = 0;
@@ -52,9 +57,21 @@ impl Rng {
 
 #[test]
 fn acknowledged_puts_survive_sigkill() {
+    sigkill_rounds(TEST_NAME, false);
+}
+
+/// The same with a store over the rewrite limit: every put goes to the journal, and a kill
+/// may tear its last record.
+#[test]
+fn acknowledged_puts_into_a_large_store_survive_sigkill() {
+    sigkill_rounds("acknowledged_puts_into_a_large_store_survive_sigkill", true);
+}
+
+/// Runs [`ROUNDS`] child processes of test `test_name` (or, in a child, the child's loop).
+fn sigkill_rounds(test_name: &str, big: bool) {
     if let Some(path) = std::env::var_os(CHILD_ENV) {
         let round = std::env::var("KV_DURABILITY_ROUND").unwrap_or_default();
-        run_child(Path::new(&path), &round);
+        run_child(Path::new(&path), &round, big);
         return;
     }
 
@@ -68,7 +85,7 @@ fn acknowledged_puts_survive_sigkill() {
 
     for round in 0..ROUNDS {
         let mut child = Command::new(&exe)
-            .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
+            .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, &path)
             .env("KV_DURABILITY_ROUND", round.to_string())
             .stdout(Stdio::piped())

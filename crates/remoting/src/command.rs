@@ -28,14 +28,38 @@ impl SerializeType {
     }
 }
 
+/// The most entries an `extFields` object of a decoded header may have (repeated keys and null
+/// values counted). A nameserver request carries a dozen at most; a header with more is refused
+/// as malformed (the connection is closed), so no header can make decoding or lookups costly.
+pub const MAX_EXT_FIELDS: usize = 4096;
+
 /// The `extFields` map: string keys and values, in insertion order (which is the order they are
 /// written on the wire). Setting an existing key replaces its value in place.
+///
+/// Decoders build it with [`ExtFields::from_wire`], in time linear in the number of entries
+/// (Java keeps a `HashMap`); [`ExtFields::insert`] scans, which suits the few fields a response
+/// carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtFields(Vec<(String, String)>);
+
+/// A header's `extFields` had more than [`MAX_EXT_FIELDS`] entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("extFields has more than {MAX_EXT_FIELDS} entries")]
+pub struct TooManyExtFields;
 
 impl ExtFields {
     pub fn new() -> Self {
         Self(Vec::new())
+    }
+
+    /// The map a header's entries make when applied in wire order: a value sets its key (in
+    /// place when present, else at the end), a `None` (a JSON `null`, a binary null value)
+    /// removes it. Linear in the number of entries; more than [`MAX_EXT_FIELDS`] is an error.
+    pub fn from_wire(entries: Vec<(String, Option<String>)>) -> Result<Self, TooManyExtFields> {
+        if entries.len() > MAX_EXT_FIELDS {
+            return Err(TooManyExtFields);
+        }
+        Ok(Self(resolve_entries(entries)))
     }
 
     /// The value for `key`, if present.
@@ -72,13 +96,55 @@ impl ExtFields {
     }
 }
 
+/// Up to this many entries are resolved by scanning (no allocation of a hash table for the
+/// few fields of an ordinary request).
+const SCAN_ENTRIES: usize = 16;
+
+/// Applies `entries` in order to an empty insertion-ordered map (see [`ExtFields::from_wire`]):
+/// a key's position is where its last insertion after its last removal put it, its value the
+/// last one set. A hash table keeps it linear beyond [`SCAN_ENTRIES`].
+fn resolve_entries<K: std::hash::Hash + Eq, V>(entries: Vec<(K, Option<V>)>) -> Vec<(K, V)> {
+    if entries.len() <= SCAN_ENTRIES {
+        let mut out: Vec<(K, V)> = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            let at = out.iter().position(|(k, _)| *k == key);
+            match (value, at) {
+                (Some(value), Some(i)) => out[i].1 = value,
+                (Some(value), None) => out.push((key, value)),
+                (None, Some(i)) => {
+                    out.remove(i);
+                }
+                (None, None) => {}
+            }
+        }
+        return out;
+    }
+    // Slot i holds the value set at the i-th insertion (None once removed); `slot_of` maps a
+    // key to its current slot.
+    let mut slot_of: std::collections::HashMap<K, usize> =
+        std::collections::HashMap::with_capacity(entries.len());
+    let mut slots: Vec<Option<V>> = Vec::with_capacity(entries.len());
+    for (key, value) in entries {
+        match (value, slot_of.get(&key).copied()) {
+            (Some(value), Some(i)) if slots[i].is_some() => slots[i] = Some(value),
+            (Some(value), _) => {
+                slot_of.insert(key, slots.len());
+                slots.push(Some(value));
+            }
+            (None, Some(i)) => slots[i] = None,
+            (None, None) => {}
+        }
+    }
+    let mut keys: Vec<Option<K>> = (0..slots.len()).map(|_| None).collect();
+    for (key, i) in slot_of {
+        keys[i] = Some(key);
+    }
+    keys.into_iter().zip(slots).filter_map(|(key, value)| Some((key?, value?))).collect()
+}
+
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut m = Self::new();
-        for (k, v) in iter {
-            m.insert(k, v);
-        }
-        m
+        Self(resolve_entries(iter.into_iter().map(|(k, v)| (k.into(), Some(v.into()))).collect()))
     }
 }
 
@@ -196,5 +262,93 @@ impl RemotingCommand {
     /// The body bytes, or an empty slice.
     pub fn body_bytes(&self) -> &[u8] {
         self.body.as_deref().unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::hash::{Hash, Hasher};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The plain reading of the wire semantics: one entry at a time, by scanning.
+    fn sequential(entries: &[(String, Option<String>)]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (key, value) in entries {
+            let at = out.iter().position(|(k, _)| k == key);
+            match (value, at) {
+                (Some(v), Some(i)) => out[i].1 = v.clone(),
+                (Some(v), None) => out.push((key.clone(), v.clone())),
+                (None, Some(i)) => {
+                    out.remove(i);
+                }
+                (None, None) => {}
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn from_wire_applies_entries_in_order(
+            entries in prop::collection::vec(("[a-e]{1,2}", prop::option::of("[x-z]")), 0..80)
+        ) {
+            let expected = sequential(&entries);
+            let got = ExtFields::from_wire(entries).expect("under the cap");
+            prop_assert_eq!(got.0, expected);
+        }
+    }
+
+    thread_local! {
+        static COMPARISONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// A key that counts how often it is compared.
+    #[derive(Debug)]
+    struct Counted(u64);
+
+    impl PartialEq for Counted {
+        fn eq(&self, other: &Self) -> bool {
+            COMPARISONS.with(|c| c.set(c.get() + 1));
+            self.0 == other.0
+        }
+    }
+
+    impl Eq for Counted {}
+
+    impl Hash for Counted {
+        fn hash<H: Hasher>(&self, state: &mut H) {
+            self.0.hash(state);
+        }
+    }
+
+    fn comparisons_for(n: u64) -> u64 {
+        COMPARISONS.with(|c| c.set(0));
+        // Distinct keys, then every key again: the pattern that made each insert scan them all.
+        let entries: Vec<_> = (0..n).chain(0..n).map(|i| (Counted(i), Some(i))).collect();
+        assert_eq!(resolve_entries(entries).len(), n as usize);
+        COMPARISONS.with(Cell::get)
+    }
+
+    // Counting comparisons, not time: a scan per entry costs n²/2 of them (50 million here),
+    // a hash table about one per entry.
+    #[test]
+    fn resolving_many_entries_compares_each_key_a_bounded_number_of_times() {
+        let n = 10_000;
+        let comparisons = comparisons_for(n);
+        assert!(comparisons <= 4 * n, "{comparisons} comparisons for {n} keys");
+        assert!(comparisons_for(2 * n) <= 2 * comparisons + 4 * n, "grows linearly");
+    }
+
+    #[test]
+    fn more_than_the_cap_of_entries_is_refused() {
+        let entries: Vec<_> =
+            (0..=MAX_EXT_FIELDS).map(|i| (format!("k{i}"), Some(String::new()))).collect();
+        assert_eq!(ExtFields::from_wire(entries.clone()), Err(TooManyExtFields));
+        let fields = ExtFields::from_wire(entries[1..].to_vec()).expect("at the cap");
+        assert_eq!(fields.len(), MAX_EXT_FIELDS);
     }
 }

@@ -225,15 +225,19 @@ impl Decoder for RemotingCodec {
             }
         };
         if src.len() < len {
-            // Room for the rest of the frame in one allocation once RESERVE_CHUNK of it has
-            // arrived (growing in steps would copy a multi-MB registration several times);
-            // before that, a length prefix alone reserves at most RESERVE_CHUNK.
+            // Room grows with what has arrived, never with what is announced: at most as much
+            // again as is buffered (at least RESERVE_CHUNK), so a sender that stalls holds no
+            // more than twice what it really sent, and a multi-MB registration is copied into
+            // larger buffers a logarithmic number of times (less than its size in all).
             let missing = len - src.len();
-            src.reserve(if src.len() >= RESERVE_CHUNK {
-                missing
-            } else {
-                missing.min(RESERVE_CHUNK)
-            });
+            let want = missing.min(src.len().max(RESERVE_CHUNK));
+            if src.capacity() - src.len() < want {
+                // An allocation of exactly this size (`reserve` may double the capacity, and
+                // so hold three times what arrived).
+                let mut grown = BytesMut::with_capacity(src.len() + want);
+                grown.extend_from_slice(src);
+                *src = grown;
+            }
             return Ok(None);
         }
         self.pending = None;
@@ -326,29 +330,69 @@ mod tests {
         assert!(buf.capacity() <= RESERVE_CHUNK + 64);
     }
 
-    #[test]
-    fn a_large_frame_is_received_into_one_allocation_once_it_is_really_coming() {
-        let body = vec![b'x'; 3 << 20];
-        let frame = encode_to_bytes(&RemotingCommand::default().with_body(body.clone())).unwrap();
-        let mut codec = RemotingCodec::new();
+    /// Feeds `frame` as a socket would, into the room the codec reserved; the buffer's
+    /// capacity before each read, and the decoded command.
+    fn feed_as_a_socket(codec: &mut RemotingCodec, frame: &[u8]) -> (Vec<usize>, RemotingCommand) {
         let mut buf = BytesMut::with_capacity(8 * 1024); // as tokio-util's Framed starts
         let mut capacities = Vec::new();
-        // Feed it as a socket would, into the room the codec reserved.
         let mut fed = 0;
-        let cmd = loop {
+        loop {
             if let Some(cmd) = codec.decode(&mut buf).unwrap() {
-                break cmd;
+                return (capacities, cmd);
             }
             capacities.push(buf.capacity());
             let room = (buf.capacity() - buf.len()).max(1);
             let n = room.min(frame.len() - fed);
             buf.extend_from_slice(&frame[fed..fed + n]);
             fed += n;
-        };
+        }
+    }
+
+    #[test]
+    fn a_large_frame_grows_its_buffer_with_what_arrived_in_few_steps() {
+        let body = vec![b'x'; 3 << 20];
+        let frame = encode_to_bytes(&RemotingCommand::default().with_body(body.clone())).unwrap();
+        let (capacities, cmd) = feed_as_a_socket(&mut RemotingCodec::new(), &frame);
         assert_eq!(cmd.body_bytes(), &body[..]);
         assert!(capacities[0] <= RESERVE_CHUNK + 64, "prefix alone: {capacities:?}");
-        let grown: Vec<_> = capacities.windows(2).filter(|w| w[1] > w[0]).collect();
-        assert!(grown.len() <= 2, "grew in steps: {capacities:?}");
+        let grown = capacities.windows(2).filter(|w| w[1] > w[0]).count();
+        assert!(grown <= 8, "3 MiB from 64 KiB by doubling: {capacities:?}");
+    }
+
+    #[test]
+    fn a_sender_never_makes_the_buffer_hold_more_than_twice_what_it_sent() {
+        let body = vec![b'x'; 3 << 20];
+        let frame = encode_to_bytes(&RemotingCommand::default().with_body(body)).unwrap();
+        let mut codec = RemotingCodec::new();
+        let mut buf = BytesMut::new();
+        // Arrivals of every size, as a socket may deliver them.
+        let mut fed = 0;
+        let mut step = 1;
+        while codec.decode(&mut buf).unwrap().is_none() {
+            let received = fed.max(4) - 4;
+            assert!(
+                buf.capacity() <= 2 * received + RESERVE_CHUNK + 64,
+                "{} held for {received} received",
+                buf.capacity()
+            );
+            let n = step.min(frame.len() - fed);
+            buf.extend_from_slice(&frame[fed..fed + n]);
+            fed += n;
+            step = step * 3 % 200_003 + 1;
+        }
+    }
+
+    #[test]
+    fn a_stalled_sender_holds_at_most_twice_what_it_sent() {
+        // A 16 MiB frame announced, then 64 KiB + 1 bytes of it, then nothing.
+        let mut codec = RemotingCodec::new();
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&(DEFAULT_MAX_FRAME_LEN as u32).to_be_bytes());
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        let sent = RESERVE_CHUNK + 1;
+        buf.extend_from_slice(&vec![0u8; sent]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(buf.capacity() <= 2 * sent + 64, "{} held for {sent} sent", buf.capacity());
     }
 
     #[test]

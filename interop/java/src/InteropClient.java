@@ -3,7 +3,7 @@
 // source is compiled (at test time) against either generation's jars.
 //
 // Usage: java InteropClient <mode> key=value...
-//   produce       ns=ADDR topic=T count=N prefix=P [timeoutMs=3000]
+//   produce       ns=ADDR topic=T count=N prefix=P [timeoutMs=3000]   (ns=- : address server)
 //   consume       ns=ADDR topic=T group=G count=N prefix=P [timeoutSec=60] [keysFile=F]
 //                 keysFile: the bodies it must receive, one a line (count is then their number);
 //                 the RESULT line adds expected=, missing= and the first missing bodies
@@ -92,7 +92,12 @@ public class InteropClient {
 
     private static DefaultMQProducer newProducer(Map<String, String> opt, String group) throws Exception {
         DefaultMQProducer p = new DefaultMQProducer(group);
-        p.setNamesrvAddr(need(opt, "ns"));
+        // ns=- : no nameserver address; the client fetches it from the address server named by
+        // -Drocketmq.namesrv.domain (TopAddressing).
+        String ns = need(opt, "ns");
+        if (!ns.equals("-")) {
+            p.setNamesrvAddr(ns);
+        }
         p.setInstanceName(group + "-" + ProcessHandle.current().pid());
         p.setVipChannelEnabled(false);
         p.setSendMsgTimeout(Integer.parseInt(opt.getOrDefault("timeoutMs", "3000")));

@@ -185,19 +185,7 @@ pub(crate) async fn clean(
 pub(crate) async fn get_config(ctx: &mut Ctx<'_>) -> Result<Exit, AdminError> {
     let configs =
         all_ok(on_each(&ctx.client, |c| async move { c.get_controller_config().await }).await)?;
-    if ctx.json {
-        let map: BTreeMap<&String, &BTreeMap<String, String>> =
-            configs.iter().map(|(a, c)| (a, c)).collect();
-        ctx.json(&map)?;
-        return Ok(0);
-    }
-    for (addr, config) in &configs {
-        writeln!(ctx.out, "============{addr}============")?;
-        for (k, v) in config {
-            writeln!(ctx.out, "{k:<50}=  {v}")?;
-        }
-    }
-    Ok(0)
+    super::print_configs(ctx, &configs)
 }
 
 /// Java: UpdateControllerConfigSubCommand (every controller of `-a`).

@@ -123,3 +123,23 @@ pub(crate) fn all_ok<T>(
 pub(crate) fn front(s: &str, size: usize) -> String {
     s.chars().take(size).collect()
 }
+
+/// Prints the configuration of each server as Java's `get*Config` commands do (or as JSON).
+pub(crate) fn print_configs(
+    ctx: &mut Ctx<'_>,
+    configs: &[(String, std::collections::BTreeMap<String, String>)],
+) -> Result<Exit, AdminError> {
+    if ctx.json {
+        let map: std::collections::BTreeMap<&String, &std::collections::BTreeMap<String, String>> =
+            configs.iter().map(|(a, c)| (a, c)).collect();
+        ctx.json(&map)?;
+        return Ok(0);
+    }
+    for (addr, config) in configs {
+        writeln!(ctx.out, "============{addr}============")?;
+        for (k, v) in config {
+            writeln!(ctx.out, "{k:<50}=  {v}")?;
+        }
+    }
+    Ok(0)
+}

@@ -12,19 +12,7 @@ use crate::{AdminError, Ctx, Exit};
 pub(crate) async fn get_config(ctx: &mut Ctx<'_>) -> Result<Exit, AdminError> {
     let configs =
         all_ok(on_each(&ctx.client, |ns| async move { ns.get_namesrv_config().await }).await)?;
-    if ctx.json {
-        let map: BTreeMap<&String, &BTreeMap<String, String>> =
-            configs.iter().map(|(a, c)| (a, c)).collect();
-        ctx.json(&map)?;
-        return Ok(0);
-    }
-    for (addr, config) in &configs {
-        writeln!(ctx.out, "============{addr}============")?;
-        for (k, v) in config {
-            writeln!(ctx.out, "{k:<50}=  {v}")?;
-        }
-    }
-    Ok(0)
+    super::print_configs(ctx, &configs)
 }
 
 /// Java: UpdateNamesrvConfigCommand.

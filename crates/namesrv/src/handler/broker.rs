@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use remoting::body::compressed::BodyLimits;
 use remoting::body::skim::skim_register_body;
 use remoting::body::{
-    body_crc32, from_json, DataVersion, KvTable, RegisterBrokerBody,
+    body_crc32, from_json, BodyError, DataVersion, KvTable, RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
 };
 use remoting::headers::{
@@ -24,6 +25,7 @@ use crate::config::Config;
 use crate::dispatch::{HandlerError, HandlerResult};
 use crate::events::{EventKind, NewEvent};
 use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::limits::Cap;
 use crate::metrics::{RegistrationOutcome, RemovalReason};
 use crate::route::{
     RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest, VersionFrame,
@@ -41,12 +43,10 @@ fn register_failed(remark: &str) -> RemotingCommand {
 fn register_body(
     request: &RemotingCommand,
     compressed: bool,
-) -> Result<RegisterBrokerBody, HandlerError> {
+    limits: BodyLimits,
+) -> Result<RegisterBrokerBody, BodyError> {
     if request.version < 0 {
-        return Err(HandlerError::System(format!(
-            "java.lang.ArrayIndexOutOfBoundsException: Index {} out of bounds",
-            request.version
-        )));
+        return Err(BodyError::NegativeVersion(request.version));
     }
     match request.body.as_deref() {
         None if request.version >= version::V3_0_11 => Ok(RegisterBrokerBody {
@@ -57,14 +57,34 @@ fn register_body(
             filter_server_list: None,
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper::default(),
         }),
-        Some(bytes) => RegisterBrokerBody::decode(bytes, compressed, request.version).map_err(|e| {
-            warn!(error = %e, "undecodable RegisterBrokerBody");
-            HandlerError::System(
+        Some(bytes) => {
+            RegisterBrokerBody::decode_limited(bytes, compressed, request.version, limits)
+        }
+    }
+}
+
+/// The answer to a body [`register_body`] refused: a cap's own remark (the registration is
+/// refused, the broker's routes stay as they were), else Java's.
+fn body_refused(state: &State, conn: &ConnCtx, error: BodyError) -> HandlerResult {
+    let (cap, key) = match &error {
+        BodyError::NegativeVersion(version) => {
+            return Err(HandlerError::System(format!(
+                "java.lang.ArrayIndexOutOfBoundsException: Index {version} out of bounds"
+            )))
+        }
+        BodyError::TooLarge(_) => (Cap::InflatedBody, "registerBodyMaxInflatedBytes"),
+        BodyError::TooManyTopics { .. } => (Cap::TopicsPerBroker, "registerBrokerMaxTopics"),
+        _ => {
+            warn!(error = %error, "undecodable RegisterBrokerBody");
+            return Err(HandlerError::System(
                 "org.apache.rocketmq.remoting.exception.RemotingCommandException: Failed to decode RegisterBrokerBody"
                     .to_owned(),
-            )
-        }),
-    }
+            ));
+        }
+    };
+    let remark = format!("register broker failed: {error} ({key})");
+    state.limits.triggered(cap, state.uptime_ms(), format_args!("{} {remark}", conn.peer));
+    Ok(register_failed(&remark))
 }
 
 /// Bodies above this size are decoded and applied on the registration lane (lower priority than
@@ -184,9 +204,13 @@ fn register_counted(
             );
         }
     }
-    let body = match register_body(request, compressed) {
+    let limits = BodyLimits {
+        max_inflated: u64::try_from(config.register_body_max_inflated_bytes).unwrap_or(0),
+        max_topics: usize::try_from(config.register_broker_max_topics).unwrap_or(0),
+    };
+    let body = match register_body(request, compressed, limits) {
         Ok(body) => body,
-        Err(e) => return (Err(e), RegistrationOutcome::Refused),
+        Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused),
     };
     let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)

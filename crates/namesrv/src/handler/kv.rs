@@ -11,7 +11,8 @@ use remoting::{RemotingCommand, ResponseCode};
 
 use super::{or_null, success, success_json};
 use crate::dispatch::{HandlerError, HandlerResult};
-use crate::kv::{KvError, KvStore};
+use crate::kv::{clip, KvError, KvStore};
+use crate::limits::Cap;
 use crate::state::State;
 
 /// Runs a persisting KV operation off the async workers (it fsyncs).
@@ -35,6 +36,18 @@ pub async fn put(state: &State, request: &RemotingCommand) -> HandlerResult {
         return Err(HandlerError::System("namespace or key is null".to_owned()));
     };
     let value = header.value;
+    let max = usize::try_from(state.config.load().kv_config_max_value_bytes).unwrap_or(0);
+    if let Some(len) = value.as_deref().map(str::len).filter(|len| *len > max) {
+        let remark = format!(
+            "kv config value of {len} bytes exceeds kvConfigMaxValueBytes ({max}); not stored"
+        );
+        state.limits.triggered(
+            Cap::KvValueBytes,
+            state.uptime_ms(),
+            format_args!("{}/{}: {remark}", clip(&namespace), clip(&key)),
+        );
+        return Err(HandlerError::System(remark));
+    }
     persist(state, move |kv| kv.put(&namespace, &key, value.as_deref())).await?;
     Ok(success())
 }

@@ -10,7 +10,8 @@
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
 //! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cow.rs` (the
 //! sharded copy-on-write map behind the topic table), `cache.rs` (per-topic encoded bodies),
-//! `shared.rs` ([`Routes`]), `view.rs` (read-only views for the operations API).
+//! `shared.rs` ([`Routes`]), `snapshot.rs` (the tables as route-snapshot bytes and back),
+//! `view.rs` (read-only views for the operations API).
 //!
 //! Deliberate departures from Java (none visible on the wire for a well-behaved broker):
 //! * Unregistrations produced by expiry or connection close are fenced with the generation of the
@@ -31,6 +32,7 @@ mod live;
 mod query;
 mod register;
 mod shared;
+mod snapshot;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -39,6 +41,9 @@ mod view;
 
 pub use query::{zone_filter, UnitKind};
 pub use shared::{RouteForm, Routes};
+pub use snapshot::{
+    SnapshotError, SnapshotInfo, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, RESTORED_CONN,
+};
 pub use table::RouteTable;
 pub use view::{BrokerRow, LiveRow, TopicFilter, TopicPage};
 

@@ -88,7 +88,7 @@ impl RouteTable {
                             new = %broker_addr, new_state_version = new_sv,
                             "registering broker conflicts with the existing one; ignored"
                         );
-                        self.live.remove(&cluster, &broker_addr);
+                        self.remove_live(&cluster, &broker_addr);
                         self.commit_group(before.as_ref(), group);
                         return Ok(RegisterOutcome {
                             stale_state_version: true,
@@ -215,7 +215,7 @@ impl RouteTable {
                 topics_gen: self.topics_gen,
             }),
         };
-        if self.live.insert(&cluster, &addr, Arc::new(live)).is_none() {
+        if self.put_live(&cluster, &addr, live) {
             info!(cluster = %cluster, broker = %addr, ha = %ha_server_addr, "new broker registered");
         }
 
@@ -265,7 +265,7 @@ impl RouteTable {
         };
         let cluster = self.cluster_key(key.cluster);
         let addr: Arc<str> = Arc::from(key.broker_addr);
-        self.live.insert(&cluster, &addr, Arc::new(refreshed));
+        self.put_live(&cluster, &addr, refreshed);
         Some(self.master_of(key.cluster, key.broker_name, key.broker_id))
     }
 

@@ -112,6 +112,16 @@ impl Routes {
         }
     }
 
+    /// Replaces the whole table (a route snapshot restored at start-up).
+    pub fn restore(&self, table: RouteTable) {
+        self.write(|t| *t = table);
+    }
+
+    /// See [`RouteTable::change_stamp`] (current snapshot).
+    pub fn change_stamp(&self) -> u64 {
+        self.current.load().change_stamp()
+    }
+
     /// REGISTER_BROKER. See [`RouteTable::register_broker`].
     pub fn register_broker(
         &self,

@@ -260,6 +260,9 @@ pub struct RouteTable {
     pub(super) broker_gen: u64,
     /// Bumped whenever a topic entry, a static-topic mapping or a cluster's member set changes.
     pub(super) topics_gen: u64,
+    /// Bumped whenever a live entry comes or goes, or its heartbeat timeout or HA address
+    /// changes (what a route snapshot keeps of it).
+    pub(super) live_gen: u64,
     /// Shared by every snapshot: one copy of each distinct encoded route body.
     pub(super) bodies: Arc<super::cache::BodyInterner>,
 }
@@ -295,6 +298,32 @@ impl RouteTable {
     /// Number of live entries (Java `brokerLiveTable` size).
     pub fn live_count(&self) -> usize {
         self.live.len()
+    }
+
+    /// Changes whenever something a route snapshot holds changes (liveness stamps, connections
+    /// and DataVersions aside): the snapshot writer's "dirty" test.
+    pub fn change_stamp(&self) -> u64 {
+        self.topics_gen + self.broker_gen + self.live_gen
+    }
+
+    /// Stores the live entry of (cluster, addr); true when the address had none.
+    pub(super) fn put_live(&mut self, cluster: &Arc<str>, addr: &Arc<str>, live: Live) -> bool {
+        let old = self.live.get(cluster, addr);
+        if old.is_none_or(|o| {
+            o.timeout_ms != live.timeout_ms || o.ha_server_addr != live.ha_server_addr
+        }) {
+            self.live_gen += 1;
+        }
+        self.live.insert(cluster, addr, Arc::new(live)).is_none()
+    }
+
+    /// Removes the live entry of (cluster, addr); true when there was one.
+    pub(super) fn remove_live(&mut self, cluster: &str, addr: &str) -> bool {
+        let removed = self.live.remove(cluster, addr).is_some();
+        if removed {
+            self.live_gen += 1;
+        }
+        removed
     }
 
     /// Live entries per cluster, sorted by cluster (every cluster of the cluster table, with 0

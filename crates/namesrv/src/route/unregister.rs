@@ -46,7 +46,7 @@ impl RouteTable {
                     continue;
                 }
             }
-            let was_live = self.live.remove(cluster, addr).is_some();
+            let was_live = self.remove_live(cluster, addr);
             info!(cluster, broker = addr, was_live, "unregister broker");
             if was_live {
                 live_removed.push(index);

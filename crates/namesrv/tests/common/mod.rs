@@ -22,8 +22,10 @@ pub struct TestServer {
     /// The HTTP listener's address, when started with [`TestServer::start_with_http`].
     pub http: Option<SocketAddr>,
     pub dir: tempfile::TempDir,
+    /// The server's state (its counters, budgets and tables).
+    pub state: std::sync::Arc<namesrv::State>,
     stop: Option<oneshot::Sender<()>>,
-    handle: Option<JoinHandle<Result<(), namesrv::RunError>>>,
+    handle: Option<JoinHandle<()>>,
 }
 
 impl TestServer {
@@ -44,6 +46,14 @@ impl TestServer {
         Self::start_full(dir, adjust, true).await
     }
 
+    /// [`TestServer::start_in`] with an HTTP listener on 127.0.0.1:0 too.
+    pub async fn start_in_with_http(
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
+        Self::start_full(dir, adjust, true).await
+    }
+
     /// A server using `dir` for its files (to restart on the same KV file).
     pub async fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
         Self::start_full(dir, adjust, false).await
@@ -60,6 +70,7 @@ impl TestServer {
             ..Config::default()
         };
         adjust(&mut config);
+        let state = namesrv::build_state(config).expect("server state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let http = if with_http {
@@ -70,10 +81,10 @@ impl TestServer {
         let http_addr = http.as_ref().map(|l| l.local_addr().expect("http addr"));
         let (stop, stopped) = oneshot::channel::<()>();
         let listeners = namesrv::Listeners { remoting: listener, http };
-        let handle = tokio::spawn(namesrv::run(listeners, config, async move {
+        let handle = tokio::spawn(namesrv::server::serve(listeners, state.clone(), async move {
             let _ = stopped.await;
         }));
-        Self { addr, http: http_addr, dir, stop: Some(stop), handle: Some(handle) }
+        Self { addr, http: http_addr, dir, state, stop: Some(stop), handle: Some(handle) }
     }
 
     /// `GET path` on the HTTP listener.
@@ -107,9 +118,22 @@ impl TestServer {
             tokio::time::timeout(ANSWER_TIMEOUT, handle)
                 .await
                 .expect("server stops in time")
-                .expect("server task")
-                .expect("server ran");
+                .expect("server task");
         }
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+}
+
+impl TestServer {
+    /// Stops the server as a crash would: its task is dropped where it stands (nothing drained,
+    /// no final write). Returns its directory for a restart.
+    pub async fn crash(mut self) -> tempfile::TempDir {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+            let _ = handle.await;
+        }
+        self.stop.take();
         let dir = tempfile::tempdir().expect("temp dir");
         std::mem::replace(&mut self.dir, dir)
     }
@@ -198,6 +222,13 @@ impl RawConn {
     pub async fn write(&mut self, bytes: &[u8]) {
         use tokio::io::AsyncWriteExt;
         self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// Writes `bytes` as they are; false when the server closed the connection meanwhile (a
+    /// hostile client's write may be cut short).
+    pub async fn try_write(&mut self, bytes: &[u8]) -> bool {
+        use tokio::io::AsyncWriteExt;
+        self.stream.write_all(bytes).await.is_ok()
     }
 
     /// Writes `cmd` encoded by the remoting codec (its opaque as given).

@@ -15,9 +15,27 @@ use super::{
 };
 use crate::version;
 
-/// Upper bound on the inflated size of a compressed RegisterBrokerBody. A 10 000-topic body inflates
-/// to well under 1 MiB; frames are at most 16 MiB compressed.
+/// The default bound on the inflated size of a compressed RegisterBrokerBody. A 10 000-topic
+/// body inflates to well under 1 MiB; frames are at most 16 MiB compressed.
 pub const MAX_INFLATED_BODY: u64 = 64 * 1024 * 1024;
+
+/// Bounds on decoding a REGISTER_BROKER body, checked as it is read (a compressed body's topic
+/// count before its topics, its inflated size as it inflates), so no body costs more than they
+/// allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLimits {
+    /// The most bytes a compressed body may inflate to ([`BodyError::TooLarge`]).
+    pub max_inflated: u64,
+    /// The most topics a body may carry ([`BodyError::TooManyTopics`]).
+    pub max_topics: usize,
+}
+
+impl Default for BodyLimits {
+    /// [`MAX_INFLATED_BODY`] and no topic limit.
+    fn default() -> Self {
+        Self { max_inflated: MAX_INFLATED_BODY, max_topics: usize::MAX }
+    }
+}
 
 impl TopicFilterType {
     /// The Java enum name.
@@ -107,21 +125,36 @@ impl RegisterBrokerBody {
         compressed: bool,
         broker_version: i32,
     ) -> Result<RegisterBrokerBody, BodyError> {
+        Self::decode_limited(bytes, compressed, broker_version, BodyLimits::default())
+    }
+
+    /// [`RegisterBrokerBody::decode`] within `limits`: every form is held to `max_topics`, the
+    /// compressed one also to `max_inflated` (the only form that inflates).
+    pub fn decode_limited(
+        bytes: &[u8],
+        compressed: bool,
+        broker_version: i32,
+        limits: BodyLimits,
+    ) -> Result<RegisterBrokerBody, BodyError> {
         if broker_version < 0 {
             return Err(BodyError::NegativeVersion(broker_version));
         }
-        if broker_version < version::V3_0_11 {
+        let body = if broker_version < version::V3_0_11 {
             let bare: TopicConfigSerializeWrapper = from_json(bytes)?;
-            return Ok(RegisterBrokerBody {
+            RegisterBrokerBody {
                 filter_server_list: None,
                 topic_config_serialize_wrapper: bare.into(),
-            });
-        }
-        if compressed {
-            Self::decode_compressed(bytes, broker_version)
+            }
+        } else if compressed {
+            return Self::decode_compressed_limited(bytes, broker_version, limits);
         } else {
-            from_json(bytes)
+            from_json(bytes)?
+        };
+        let count = body.topic_config_serialize_wrapper.topic_config_table.len();
+        if count > limits.max_topics {
+            return Err(BodyError::TooManyTopics { count: count as u64, max: limits.max_topics });
         }
+        Ok(body)
     }
 
     /// Decodes the zlib form (remoting §9). The mapping section is read only when
@@ -138,14 +171,30 @@ impl RegisterBrokerBody {
         bytes: &[u8],
         broker_version: i32,
     ) -> Result<RegisterBrokerBody, BodyError> {
-        let mut r = Parts { inner: ZlibDecoder::new(bytes).take(MAX_INFLATED_BODY + 1), read: 0 };
+        Self::decode_compressed_limited(bytes, broker_version, BodyLimits::default())
+    }
+
+    /// [`RegisterBrokerBody::decode_compressed`] within `limits`: more than `max_topics`
+    /// announced is refused before any topic is read, and inflating stops at `max_inflated`.
+    pub fn decode_compressed_limited(
+        bytes: &[u8],
+        broker_version: i32,
+        limits: BodyLimits,
+    ) -> Result<RegisterBrokerBody, BodyError> {
+        let max = limits.max_inflated;
+        let inner = ZlibDecoder::new(bytes).take(max.saturating_add(1));
+        let mut r = Parts { inner, read: 0, max };
         let data_version: DataVersion = from_json(&r.block()?)?;
         let mut body = RegisterBrokerBody::default();
         let wrapper = &mut body.topic_config_serialize_wrapper;
         wrapper.data_version = data_version;
 
         // A negative count reads nothing, as Java's `for (i = 0; i < n; i++)`.
-        for _ in 0..r.int()? {
+        let count = r.int()?;
+        if usize::try_from(count).is_ok_and(|n| n > limits.max_topics) {
+            return Err(BodyError::TooManyTopics { count: count as u64, max: limits.max_topics });
+        }
+        for _ in 0..count {
             let line = r.block()?;
             let config = TopicConfig::decode_compact(&String::from_utf8_lossy(&line))?;
             let name = config.topic_name.clone().unwrap_or_default();
@@ -220,14 +269,16 @@ struct Parts<R> {
     inner: R,
     /// Inflated bytes consumed so far.
     read: u64,
+    /// The most inflated bytes allowed.
+    max: u64,
 }
 
 impl<R: Read> Parts<R> {
     fn fill(&mut self, buf: &mut [u8]) -> Result<(), BodyError> {
         self.inner.read_exact(buf).map_err(inflate_error)?;
         self.read += buf.len() as u64;
-        if self.read > MAX_INFLATED_BODY {
-            return Err(BodyError::TooLarge(MAX_INFLATED_BODY));
+        if self.read > self.max {
+            return Err(BodyError::TooLarge(self.max));
         }
         Ok(())
     }
@@ -241,8 +292,8 @@ impl<R: Read> Parts<R> {
     fn block(&mut self) -> Result<Vec<u8>, BodyError> {
         let len = self.int()?;
         let len = u64::try_from(len).map_err(|_| BodyError::NegativeLength(len))?;
-        if self.read + len > MAX_INFLATED_BODY {
-            return Err(BodyError::TooLarge(MAX_INFLATED_BODY));
+        if self.read.saturating_add(len) > self.max {
+            return Err(BodyError::TooLarge(self.max));
         }
         // Grows only as data actually arrives: a lying length cannot make us allocate it.
         let mut out = Vec::new();
@@ -282,11 +333,71 @@ mod tests {
         assert_eq!(c.attributes, None);
     }
 
+    fn zlib(plain: &[u8]) -> Vec<u8> {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
+        z.write_all(plain).unwrap();
+        z.finish().unwrap()
+    }
+
+    #[test]
+    fn a_zlib_bomb_stops_at_the_inflated_limit() {
+        // A DataVersion block announcing 8 MiB of spaces: 8 KiB compressed.
+        let mut plain = Vec::new();
+        put_len(&mut plain, 8 << 20);
+        plain.resize(4 + (8 << 20), b' ');
+        let bomb = zlib(&plain);
+        assert!(bomb.len() < 64 * 1024);
+        let limits = BodyLimits { max_inflated: 1 << 20, max_topics: usize::MAX };
+        let err = RegisterBrokerBody::decode_limited(&bomb, true, 479, limits);
+        assert!(matches!(err, Err(BodyError::TooLarge(max)) if max == 1 << 20), "{err:?}");
+        let default = RegisterBrokerBody::decode_limited(&bomb, true, 479, BodyLimits::default());
+        assert!(!matches!(default, Err(BodyError::TooLarge(_))), "8 MiB is under 64 MiB");
+    }
+
+    #[test]
+    fn a_body_with_more_topics_than_allowed_is_refused_in_every_form() {
+        let mut body = RegisterBrokerBody::default();
+        for i in 0..11 {
+            let name = format!("T{i}");
+            body.topic_config_serialize_wrapper
+                .topic_config_table
+                .insert(name.clone(), TopicConfig::named(name));
+        }
+        let ten = BodyLimits { max_inflated: MAX_INFLATED_BODY, max_topics: 10 };
+        let eleven = BodyLimits { max_topics: 11, ..ten };
+        let json = to_legacy_json(&body);
+        let zlib = body.encode_compressed(479);
+        let bare = to_legacy_json(&TopicConfigSerializeWrapper {
+            topic_config_table: body.topic_config_serialize_wrapper.topic_config_table.clone(),
+            ..TopicConfigSerializeWrapper::default()
+        });
+        for (bytes, compressed, version) in
+            [(&json, false, 479), (&zlib, true, 479), (&bare, false, 36)]
+        {
+            let refused = RegisterBrokerBody::decode_limited(bytes, compressed, version, ten);
+            assert!(
+                matches!(refused, Err(BodyError::TooManyTopics { count: 11, max: 10 })),
+                "{refused:?}"
+            );
+            assert!(RegisterBrokerBody::decode_limited(bytes, compressed, version, eleven).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_compressed_body_announcing_millions_of_topics_is_refused_before_reading_them() {
+        let mut plain = Vec::new();
+        put_block(&mut plain, b"{\"counter\":1,\"stateVersion\":0,\"timestamp\":1}");
+        put_len(&mut plain, 2_000_000); // and not one topic line follows
+        let limits = BodyLimits { max_inflated: MAX_INFLATED_BODY, max_topics: 200_000 };
+        let refused = RegisterBrokerBody::decode_compressed_limited(&zlib(&plain), 479, limits);
+        assert!(matches!(refused, Err(BodyError::TooManyTopics { count: 2_000_000, .. })));
+    }
+
     #[test]
     fn block_longer_than_the_cap_is_refused_before_reading() {
         let mut plain = Vec::new();
         plain.extend_from_slice(&i32::MAX.to_be_bytes());
-        let mut r = Parts { inner: plain.as_slice(), read: 0 };
+        let mut r = Parts { inner: plain.as_slice(), read: 0, max: MAX_INFLATED_BODY };
         assert!(matches!(r.block(), Err(BodyError::TooLarge(_))));
     }
 }

@@ -45,6 +45,14 @@ pub enum BodyError {
     /// The compressed body inflates to more than the limit.
     #[error("compressed body inflates to more than {0} bytes")]
     TooLarge(u64),
+    /// The body carries more topics than [`BodyLimits::max_topics`].
+    #[error("{count} topics exceed the limit of {max}")]
+    TooManyTopics {
+        /// The topics the body carries (or announces, compressed).
+        count: u64,
+        /// The limit.
+        max: usize,
+    },
     /// A compact TopicConfig line that Java's `TopicConfig#decode` cannot take (errata B2).
     #[error("bad compact topic config {line:?}: {reason}")]
     CompactTopicConfig {

@@ -11,7 +11,7 @@
 use bytes::BufMut;
 
 use crate::code::LanguageCode;
-use crate::command::{ExtFields, RemotingCommand, SerializeType};
+use crate::command::{ExtFields, RemotingCommand, SerializeType, TooManyExtFields, MAX_EXT_FIELDS};
 use crate::header::HeaderError;
 
 /// The fixed part: code 2 + language 1 + version 2 + opaque 4 + flag 4 + remarkLen 4 + extLen 4.
@@ -145,22 +145,22 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, HeaderError> {
 /// Java: `RocketMQSerializable#mapDeserialize`
 fn decode_ext(block: &[u8]) -> Result<ExtFields, HeaderError> {
     let mut r = Reader { buf: block };
-    let mut ext = ExtFields::new();
+    let mut entries = Vec::new();
     while !r.buf.is_empty() {
         let key_len = r.i16("ext key length")?;
         let key = r.string(i32::from(key_len), "ext key")?;
         let val_len = r.i32("ext value length")?;
         let value = r.string(val_len, "ext value")?;
-        match (key, value) {
-            (Some(k), Some(v)) => ext.insert(k, v),
-            (Some(k), None) => {
-                // Java stores `k -> null`, which reads as absent and hides an earlier value.
-                ext.remove(&k);
+        // Java stores `k -> null` for a null value, which reads as absent and hides an earlier
+        // value.
+        if let Some(key) = key {
+            if entries.len() == MAX_EXT_FIELDS {
+                return Err(TooManyExtFields.into());
             }
-            (None, _) => {}
+            entries.push((key, value));
         }
     }
-    Ok(ext)
+    Ok(ExtFields::from_wire(entries)?)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::Deserialize;
 
 use crate::code::LanguageCode;
-use crate::command::{ExtFields, RemotingCommand, SerializeType};
+use crate::command::{ExtFields, RemotingCommand, SerializeType, TooManyExtFields, MAX_EXT_FIELDS};
 use crate::fastjson::{self, escape_legacy_into, LenientJsonError};
 
 fn put_int<B: BufMut + ?Sized>(out: &mut B, v: i32) {
@@ -293,16 +293,15 @@ impl<'de> Deserialize<'de> for OptExt {
                 Ok(OptExt(None))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OptExt, A::Error> {
-                let mut ext = ExtFields::new();
+                // A null value is "absent"; a later null also hides an earlier value.
+                let mut entries = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    match map.next_value_seed(TextValue)? {
-                        Some(value) => ext.insert(key, value),
-                        // A null value is "absent"; a later null also hides an earlier value.
-                        None => {
-                            ext.remove(&key);
-                        }
+                    if entries.len() == MAX_EXT_FIELDS {
+                        return Err(de::Error::custom(TooManyExtFields));
                     }
+                    entries.push((key, map.next_value_seed(TextValue)?));
                 }
+                let ext = ExtFields::from_wire(entries).map_err(de::Error::custom)?;
                 Ok(OptExt(Some(ext)))
             }
         }

@@ -30,6 +30,9 @@ pub enum HeaderError {
     /// A remark or ext value longer than an int32 length field.
     #[error("{field} of {len} bytes is too long for a binary header")]
     ValueTooLong { field: &'static str, len: usize },
+    /// More `extFields` entries than [`crate::command::MAX_EXT_FIELDS`].
+    #[error(transparent)]
+    TooManyExtFields(#[from] crate::command::TooManyExtFields),
 }
 
 /// Decodes a header of the given serialization from exactly these bytes. The returned command has
@@ -51,5 +54,36 @@ pub fn encode<B: BufMut + ?Sized>(cmd: &RemotingCommand, out: &mut B) -> Result<
             Ok(())
         }
         SerializeType::RocketMq => binary::encode(cmd, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{ExtFields, MAX_EXT_FIELDS};
+
+    fn header_with_ext(n: usize, ty: SerializeType) -> Vec<u8> {
+        let ext: ExtFields = (0..n).map(|i| (format!("k{i}"), "v")).collect();
+        let cmd =
+            RemotingCommand { ext_fields: Some(ext), serialize_type: ty, ..Default::default() };
+        let mut out = Vec::new();
+        encode(&cmd, &mut out).expect("encode");
+        out
+    }
+
+    #[test]
+    fn a_header_with_more_ext_fields_than_the_cap_is_refused_in_both_forms() {
+        for ty in [SerializeType::Json, SerializeType::RocketMq] {
+            let ok = decode(&header_with_ext(MAX_EXT_FIELDS, ty), ty).expect("at the cap");
+            assert_eq!(ok.ext_fields.map(|e| e.len()), Some(MAX_EXT_FIELDS));
+            assert!(decode(&header_with_ext(MAX_EXT_FIELDS + 1, ty), ty).is_err(), "{ty:?}");
+        }
+        // The general JSON decoder too (an escape keeps the fast path out).
+        let mut text = String::from(r#"{"code":1,"extFields":{"\u0061":"v""#);
+        for i in 0..MAX_EXT_FIELDS {
+            text.push_str(&format!(r#","k{i}":"v""#));
+        }
+        text.push_str("}}");
+        assert!(decode(text.as_bytes(), SerializeType::Json).is_err());
     }
 }

@@ -6,7 +6,7 @@
 //! result equals the general decoder's (checked by a property test).
 
 use crate::code::LanguageCode;
-use crate::command::{ExtFields, RemotingCommand, SerializeType};
+use crate::command::{ExtFields, RemotingCommand, SerializeType, MAX_EXT_FIELDS};
 
 /// Decodes a plain JSON header, or `None` to leave it to the general decoder.
 pub(super) fn decode_plain(bytes: &[u8]) -> Option<RemotingCommand> {
@@ -147,10 +147,10 @@ impl<'a> Parser<'a> {
             return Some(None);
         }
         self.eat(b'{')?;
-        let mut ext = ExtFields::new();
+        let mut entries = Vec::new();
         self.ws();
         if self.eat_if(b'}') {
-            return Some(Some(ext));
+            return Some(Some(ExtFields::new()));
         }
         loop {
             let key = self.string()?;
@@ -158,14 +158,17 @@ impl<'a> Parser<'a> {
             self.eat(b':')?;
             self.ws();
             let value = self.string()?;
-            ext.insert(key, value);
+            if entries.len() == MAX_EXT_FIELDS {
+                return None; // the general decoder refuses it
+            }
+            entries.push((key.to_owned(), Some(value.to_owned())));
             self.ws();
             if self.eat_if(b',') {
                 self.ws();
                 continue;
             }
             self.eat(b'}')?;
-            return Some(Some(ext));
+            return ExtFields::from_wire(entries).ok().map(Some);
         }
     }
 }

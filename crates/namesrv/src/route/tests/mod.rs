@@ -5,6 +5,7 @@ mod cache;
 mod live;
 mod query;
 mod register;
+mod snapshot;
 mod unchanged;
 mod unregister;
 mod view;

@@ -1,0 +1,290 @@
+//! The route snapshot file (warm restart): restored at start-up before the port opens, written
+//! by a background task at most every [`WRITE_INTERVAL`] after the route tables changed, and
+//! once more at shutdown. Writes are atomic and durable (`persist.rs`: temp file, fsync, the
+//! previous file kept as `.bak`, rename, directory fsync); the bytes are
+//! `RouteTable::to_snapshot`'s (versioned, checksummed). A snapshot that cannot be read is
+//! logged and its `.bak` tried; neither ever stops the server, and a missing one is an empty
+//! start.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use tracing::{error, info, warn};
+
+use crate::persist;
+use crate::route::{RouteTable, Routes, SnapshotInfo};
+use crate::shutdown::Shutdown;
+use crate::state::State;
+
+/// The most often the snapshot is rewritten (only when the tables changed since).
+pub const WRITE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What the start-up restore found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restored {
+    /// No snapshot file: an empty start.
+    Missing,
+    /// The snapshot, restored.
+    Loaded(SnapshotInfo),
+    /// The snapshot was unreadable; its `.bak` was restored.
+    LoadedBackup(SnapshotInfo),
+    /// Neither the snapshot nor its `.bak` could be read: an empty start.
+    Unreadable,
+}
+
+impl Restored {
+    /// The metric label of this outcome.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Restored::Missing => "missing",
+            Restored::Loaded(_) => "loaded",
+            Restored::LoadedBackup(_) => "loaded_backup",
+            Restored::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// Counters of the snapshot file, read by the metrics at scrape time
+/// (`route_snapshot_writes_total`, `route_snapshot_age_seconds`, `route_snapshot_size_bytes`).
+#[derive(Debug, Default)]
+pub struct SnapshotStats {
+    writes_ok: AtomicU64,
+    writes_failed: AtomicU64,
+    /// Wall-clock ms at which the snapshot last written (or restored) was taken; 0 for none.
+    taken_at_ms: AtomicU64,
+    /// Size in bytes of the snapshot last written (or restored).
+    size_bytes: AtomicU64,
+    /// The last write failed (so the next success is logged).
+    failing: AtomicBool,
+}
+
+impl SnapshotStats {
+    /// Successful writes since start.
+    pub fn writes_ok(&self) -> u64 {
+        self.writes_ok.load(Ordering::Relaxed)
+    }
+
+    /// Failed writes since start.
+    pub fn writes_failed(&self) -> u64 {
+        self.writes_failed.load(Ordering::Relaxed)
+    }
+
+    /// When the snapshot on disk was taken (wall-clock ms; 0 for none): its age is now minus
+    /// this.
+    pub fn taken_at_ms(&self) -> u64 {
+        self.taken_at_ms.load(Ordering::Relaxed)
+    }
+
+    /// The size of the snapshot on disk, bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// The snapshot file of one server.
+#[derive(Debug)]
+pub struct SnapshotFile {
+    path: PathBuf,
+    /// The change stamp of the table last written or restored (`None` before, or after a
+    /// restore from `.bak`, so the snapshot itself is rewritten). Held while writing: writers
+    /// are serialized.
+    written: Mutex<Option<u64>>,
+    restored: Mutex<Option<Restored>>,
+    stats: SnapshotStats,
+}
+
+impl SnapshotFile {
+    /// The snapshot at `path` (nothing is read or written yet).
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            written: Mutex::new(None),
+            restored: Mutex::new(None),
+            stats: SnapshotStats::default(),
+        }
+    }
+
+    /// The snapshot file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &SnapshotStats {
+        &self.stats
+    }
+
+    /// What the start-up restore found (`None` before it ran).
+    pub fn restored(&self) -> Option<Restored> {
+        *self.restored.lock()
+    }
+
+    /// Reads the snapshot (or, when it is unreadable, its `.bak`) into `routes`, every broker
+    /// live from `now_ms`. Never fails: what went wrong is logged. Blocking (file I/O).
+    pub fn restore(&self, routes: &Routes, now_ms: u64) -> Restored {
+        let outcome = match self.read(&self.path, now_ms) {
+            Ok(None) => {
+                info!(path = %self.path.display(), "no route snapshot: starting with empty routes");
+                Restored::Missing
+            }
+            Ok(Some((table, info, size))) => {
+                self.install(routes, table, info, size);
+                *self.written.lock() = Some(routes.change_stamp());
+                log_restored(&self.path, info, "route snapshot restored");
+                Restored::Loaded(info)
+            }
+            Err(reason) => {
+                error!(path = %self.path.display(), %reason, "route snapshot unreadable; trying its .bak");
+                let bak = persist::with_suffix(&self.path, ".bak");
+                match self.read(&bak, now_ms) {
+                    Ok(Some((table, info, size))) => {
+                        self.install(routes, table, info, size);
+                        log_restored(&bak, info, "previous route snapshot restored from .bak");
+                        Restored::LoadedBackup(info)
+                    }
+                    Ok(None) => {
+                        error!(path = %bak.display(), "no .bak either: starting with empty routes");
+                        Restored::Unreadable
+                    }
+                    Err(reason) => {
+                        error!(path = %bak.display(), %reason, ".bak unreadable too: starting with empty routes");
+                        Restored::Unreadable
+                    }
+                }
+            }
+        };
+        *self.restored.lock() = Some(outcome);
+        outcome
+    }
+
+    /// `Ok(None)` when `path` does not exist; the restored table, what it held and its size in
+    /// bytes; or why it could not be read.
+    fn read(
+        &self,
+        path: &Path,
+        now_ms: u64,
+    ) -> Result<Option<(RouteTable, SnapshotInfo, usize)>, String> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let (table, info) = RouteTable::from_snapshot(&bytes, now_ms).map_err(|e| e.to_string())?;
+        Ok(Some((table, info, bytes.len())))
+    }
+
+    fn install(&self, routes: &Routes, table: RouteTable, info: SnapshotInfo, size: usize) {
+        routes.restore(table);
+        self.stats.taken_at_ms.store(info.written_at_ms, Ordering::Relaxed);
+        self.stats.size_bytes.store(size as u64, Ordering::Relaxed);
+    }
+
+    /// Writes the current tables if they changed since the last write (or restore), stamped
+    /// `wall_ms`; true when it wrote. Blocking (file I/O): call from `spawn_blocking`.
+    pub fn write_if_changed(&self, routes: &Routes, wall_ms: u64) -> std::io::Result<bool> {
+        let mut written = self.written.lock();
+        let table = routes.snapshot();
+        let stamp = table.change_stamp();
+        if *written == Some(stamp) {
+            return Ok(false);
+        }
+        let bytes = table.to_snapshot(wall_ms);
+        drop(table);
+        match persist::write_atomically(&self.path, &bytes) {
+            Ok(()) => {
+                *written = Some(stamp);
+                self.stats.writes_ok.fetch_add(1, Ordering::Relaxed);
+                self.stats.taken_at_ms.store(wall_ms, Ordering::Relaxed);
+                self.stats.size_bytes.store(bytes.len() as u64, Ordering::Relaxed);
+                if self.stats.failing.swap(false, Ordering::Relaxed) {
+                    info!(path = %self.path.display(), "route snapshot written again");
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                self.stats.writes_failed.fetch_add(1, Ordering::Relaxed);
+                if !self.stats.failing.swap(true, Ordering::Relaxed) {
+                    error!(path = %self.path.display(), error = %e, "route snapshot not written (the previous one stays); retrying every 5 s");
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn log_restored(path: &Path, info: SnapshotInfo, message: &str) {
+    let age_s = wall_ms().saturating_sub(info.written_at_ms) / 1000;
+    info!(
+        path = %path.display(),
+        topics = info.topics,
+        broker_groups = info.groups,
+        live_brokers = info.live,
+        age_s,
+        "{message}"
+    );
+}
+
+/// Wall-clock milliseconds since the epoch.
+fn wall_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Writes the snapshot (if changed); `None` without a snapshot file. The work runs on a
+/// thread of its own, when `low_priority` at the registration lane's priority (encoding a
+/// 100,000-topic table takes a few hundred milliseconds of CPU: route reads come first), and
+/// is waited for from the blocking pool (so tokio knows the server is busy, also under a
+/// paused test clock).
+async fn write(state: &Arc<State>, low_priority: bool) -> Option<std::io::Result<bool>> {
+    state.route_snapshot.as_ref()?;
+    let state = Arc::clone(state);
+    tokio::task::spawn_blocking(move || {
+        std::thread::Builder::new()
+            .name("route-snapshot".to_owned())
+            .spawn(move || {
+                if low_priority {
+                    crate::lane::lower_priority(crate::lane::LANE_NICE);
+                }
+                let file = state.route_snapshot.as_ref()?;
+                // Failures are logged (once per failing streak) and counted inside.
+                Some(file.write_if_changed(&state.routes, wall_ms()))
+            })
+            .ok()?
+            .join()
+            .ok()
+            .flatten()
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The background writer: every [`WRITE_INTERVAL`], the snapshot if the tables changed. Ends
+/// on shutdown (the final write is [`write_final`]'s, after the connections drained).
+pub async fn writer_loop(state: Arc<State>, mut shutdown: Shutdown) {
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::now() + WRITE_INTERVAL, WRITE_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => drop(write(&state, true).await),
+            () = shutdown.recv() => break,
+        }
+    }
+}
+
+/// The write at graceful shutdown, once the connections have drained.
+pub async fn write_final(state: &Arc<State>) {
+    let Some(file) = &state.route_snapshot else { return };
+    let path = file.path().display();
+    // At normal priority: a busy machine must not hold up the shutdown.
+    match write(state, false).await {
+        Some(Ok(true)) => info!(%path, "route snapshot written at shutdown"),
+        Some(Ok(false)) => info!(%path, "route snapshot already current at shutdown"),
+        Some(Err(_)) | None => {
+            warn!(%path, "route snapshot not written at shutdown; the last one stays")
+        }
+    }
+}

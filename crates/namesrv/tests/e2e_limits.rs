@@ -1,0 +1,286 @@
+//! The resource caps over loopback, each as a hostile or broken client would meet it, and each
+//! beside a well-behaved client that it must leave alone: the connection cap, the frame
+//! deadline (paused time), the frame length, the partial-frame budget, a header of 100,000
+//! ext fields, a zlib bomb, too many topics in a registration, a too-long KV value, and
+//! UPDATE_NAMESRV_CONFIG values that would break the server. (Unread answers: `server.rs`.)
+
+mod common;
+
+use std::time::Duration;
+
+use common::{body_text, request, Broker, Conn, TestServer};
+use namesrv::limits::Cap;
+use remoting::body::{RegisterBrokerBody, TopicConfig};
+use remoting::{RemotingCommand, RequestCode};
+use tokio::time::sleep;
+
+/// A request every server answers at once.
+fn ping() -> RemotingCommand {
+    request(RequestCode::GetBrokerClusterInfo, &[], None)
+}
+
+/// Polls (bounded) until `done` holds.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..1000 {
+        if done() {
+            return;
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_at_once_and_the_others_served() {
+    let server = TestServer::start_with_http(|c| c.server_max_connections = 3).await;
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        let mut conn = server.connect().await;
+        assert_eq!(conn.call(ping()).await.code, 0, "admitted and answered");
+        open.push(conn);
+    }
+    let mut refused = server.connect_raw().await;
+    assert!(refused.is_closed_by_server().await, "the fourth is closed at once");
+    assert_eq!(server.state.limits.trigger_count(Cap::Connections), 1);
+    for conn in &mut open {
+        assert_eq!(conn.call(ping()).await.code, 0, "the admitted ones are unaffected");
+    }
+    // One leaves: a place opens again (once the server has seen it go).
+    drop(open.pop());
+    until("the closed connection to free its place", || server.state.limits.connections() < 3)
+        .await;
+    let mut again = server.connect().await;
+    assert_eq!(again.call(ping()).await.code, 0);
+    // Counted in the metrics, by kind.
+    let scrape = server.get("/metrics").await.body;
+    assert!(
+        scrape.contains("rocketmq_namesrv_resource_caps_triggered_total{kind=\"connections\"} 1"),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains("rocketmq_namesrv_resource_caps_triggered_total{kind=\"frame_timeout\"} 0")
+    );
+}
+
+// Paused time: the deadline passes without waiting for it.
+#[tokio::test(start_paused = true)]
+async fn a_frame_that_does_not_arrive_in_time_closes_its_connection_only() {
+    let server = TestServer::start_with(|c| c.server_frame_timeout_seconds = 10).await;
+    let mut polite = server.connect().await;
+    assert_eq!(polite.call(ping()).await.code, 0);
+
+    // A slow sender: a frame begun, then a byte every 4 s — never idle, never complete.
+    let mut slow = server.connect_raw().await;
+    let frame = remoting::frame::encode_to_bytes(&ping()).expect("encode");
+    slow.write(&frame[..6]).await;
+    let started = tokio::time::Instant::now();
+    for byte in &frame[6..8] {
+        sleep(Duration::from_secs(4)).await;
+        slow.write(&[*byte]).await;
+    }
+    assert!(slow.is_closed_by_server().await, "closed by the frame deadline");
+    let closed_after = started.elapsed();
+    assert!(
+        closed_after >= Duration::from_secs(10) && closed_after < Duration::from_secs(12),
+        "10 s after its first bytes, at {closed_after:?}"
+    );
+    assert_eq!(server.state.limits.trigger_count(Cap::FrameTimeout), 1);
+    // The polite client, quiet all along, is still served; so is a complete frame sent slowly
+    // within the deadline.
+    assert_eq!(polite.call(ping()).await.code, 0);
+    let mut patient = server.connect_raw().await;
+    for piece in frame.chunks(frame.len() / 4 + 1) {
+        patient.write(piece).await;
+        sleep(Duration::from_secs(2)).await;
+    }
+    assert!(patient.read_frame().await.is_some(), "answered");
+    assert_eq!(server.state.limits.trigger_count(Cap::FrameTimeout), 1);
+}
+
+#[tokio::test]
+async fn a_frame_longer_than_frame_max_length_closes_its_connection_before_it_arrives() {
+    let server = TestServer::start_with(|c| c.frame_max_length = 1 << 20).await;
+    let mut huge = server.connect_raw().await;
+    huge.write(&((1u32 << 20) - 3).to_be_bytes()).await; // one byte over, prefix included
+    assert!(huge.is_closed_by_server().await);
+    assert_eq!(server.state.limits.trigger_count(Cap::FrameLength), 1);
+    let mut big_but_allowed = server.connect().await;
+    let body = vec![b'x'; (1 << 20) - 1024];
+    let answer = big_but_allowed
+        .call(request(RequestCode::GetRouteinfoByTopic, &[("topic", "T")], Some(&body)))
+        .await;
+    assert_eq!(answer.code, 17, "a frame under the length is read and answered");
+}
+
+/// A GET_ROUTEINFO_BY_TOPIC frame with a `body_len`-byte body (the body is ignored).
+fn big_frame(body_len: usize) -> bytes::Bytes {
+    let body = vec![b'x'; body_len];
+    remoting::frame::encode_to_bytes(&request(
+        RequestCode::GetRouteinfoByTopic,
+        &[("topic", "T")],
+        Some(&body),
+    ))
+    .expect("encode")
+}
+
+#[tokio::test]
+async fn partial_frames_share_one_budget_and_the_connection_passing_it_is_closed() {
+    const MIB: usize = 1 << 20;
+    let server = TestServer::start_with(|c| {
+        c.frame_max_length = MIB as i32;
+        c.server_max_pending_frame_bytes = MIB as i64;
+    })
+    .await;
+    let used = || server.state.limits.pending_frame_bytes.used() as usize;
+
+    // A holds 400 KB of an 800 KB frame (its buffer: at most twice that).
+    let a_frame = big_frame(800_000);
+    let mut a = server.connect_raw().await;
+    a.write(&a_frame[..400_000]).await;
+    until("A's bytes to be held", || used() >= 400_000).await;
+    assert!(used() <= 2 * 400_000 + 64 * 1024, "{} held for 400 KB", used());
+
+    // B would need 700 KB more: over the 1 MiB budget, so B is closed; A is not.
+    let b_frame = big_frame(800_000);
+    let mut b = server.connect_raw().await;
+    b.try_write(&b_frame[..700_000]).await; // may be cut short by the close
+    assert!(b.is_closed_by_server().await, "B passed the budget");
+    assert_eq!(server.state.limits.trigger_count(Cap::PendingFrameBytes), 1);
+
+    // A and a polite client are unaffected.
+    let mut polite = server.connect().await;
+    assert_eq!(polite.call(ping()).await.code, 0);
+    a.write(&a_frame[400_000..]).await;
+    let answer = common::decode(&a.read_frame().await.expect("A answered"));
+    assert_eq!(answer.code, 17);
+    // Everything given back: another large frame fits again.
+    until("the budget to be given back", || used() == 0).await;
+    let mut c = server.connect_raw().await;
+    c.write(&big_frame(900_000)).await;
+    assert!(c.read_frame().await.is_some(), "C answered");
+}
+
+#[tokio::test]
+async fn a_header_of_100000_ext_fields_closes_its_connection_only() {
+    let server = TestServer::start().await;
+    let mut header = String::from(
+        r#"{"code":105,"flag":0,"language":"JAVA","opaque":1,"version":479,"extFields":{"#,
+    );
+    for i in 0..100_000 {
+        if i > 0 {
+            header.push(',');
+        }
+        header.push_str(&format!(r#""k{i}":"v""#));
+    }
+    header.push_str("}}");
+    let mut hostile = server.connect_raw().await;
+    hostile.write(&common::json_frame(&header)).await;
+    assert!(hostile.is_closed_by_server().await, "refused as malformed");
+    let mut polite = server.connect().await;
+    assert_eq!(polite.call(ping()).await.code, 0);
+}
+
+fn compressed(mut cmd: RemotingCommand) -> RemotingCommand {
+    if let Some(ext) = cmd.ext_fields.as_mut() {
+        ext.insert("compressed", "true");
+    }
+    cmd
+}
+
+fn broker() -> Broker {
+    Broker::new("C", "broker-a", "10.0.0.1:10911", 0)
+}
+
+/// A compressed registration whose topic table inflates to about `bytes` (one long line per
+/// topic: highly compressible).
+fn inflating_registration(topics: usize, line: usize) -> RemotingCommand {
+    let mut body = RegisterBrokerBody::default();
+    for i in 0..topics {
+        let name = format!("{i:0>line$}");
+        body.topic_config_serialize_wrapper
+            .topic_config_table
+            .insert(name.clone(), TopicConfig::named(name));
+    }
+    compressed(broker().register_body(body.encode_compressed(479)))
+}
+
+#[tokio::test]
+async fn a_zlib_bomb_is_refused_with_a_remark_and_the_routes_stay() {
+    let server = TestServer::start_with(|c| c.register_body_max_inflated_bytes = 1 << 20).await;
+    let mut conn = server.connect().await;
+    conn.register(&broker(), &["Before", "Kept"]).await;
+    // 200 topics of 10,000-character names: 2 MB inflated, a few KB on the wire.
+    let bomb = inflating_registration(200, 10_000);
+    assert!(bomb.body_bytes().len() < 64 * 1024);
+    let answer = conn.call(bomb).await;
+    assert_eq!(answer.code, 1);
+    let remark = answer.remark.unwrap_or_default();
+    assert!(remark.contains("registerBodyMaxInflatedBytes"), "{remark}");
+    assert_eq!(server.state.limits.trigger_count(Cap::InflatedBody), 1);
+    assert!(conn.route("Before").await.is_some(), "the previous table stays");
+    assert!(conn.route(&format!("{:0>10000}", 0)).await.is_none());
+    // Under the bound, the same shape registers.
+    assert_eq!(conn.call(inflating_registration(50, 10_000)).await.code, 0);
+}
+
+#[tokio::test]
+async fn a_registration_with_more_topics_than_allowed_is_refused_and_the_routes_stay() {
+    let server = TestServer::start_with(|c| c.register_broker_max_topics = 100).await;
+    let mut conn = server.connect().await;
+    conn.register(&broker(), &["Before", "Kept"]).await;
+    let names: Vec<String> = (0..101).map(|i| format!("Topic{i}")).collect();
+    let topics: Vec<&str> = names.iter().map(String::as_str).collect();
+    for cmd in [broker().register(&topics), inflating_registration(101, 5)] {
+        let answer = conn.call(cmd).await;
+        assert_eq!(answer.code, 1);
+        let remark = answer.remark.unwrap_or_default();
+        assert!(
+            remark.contains("101 topics exceed the limit of 100 (registerBrokerMaxTopics)"),
+            "{remark}"
+        );
+    }
+    assert_eq!(server.state.limits.trigger_count(Cap::TopicsPerBroker), 2);
+    assert!(conn.route("Before").await.is_some(), "the previous table stays");
+    assert!(conn.route("Topic0").await.is_none(), "nothing of the refused one applied");
+    conn.register(&broker(), &topics[..100]).await;
+    assert!(conn.route("Topic99").await.is_some(), "100 topics are allowed");
+}
+
+#[tokio::test]
+async fn a_kv_value_longer_than_allowed_is_refused_and_nothing_stored() {
+    let server = TestServer::start_with(|c| c.kv_config_max_value_bytes = 1000).await;
+    let mut conn = server.connect().await;
+    let put = |value: &str| {
+        request(
+            RequestCode::PutKvConfig,
+            &[("namespace", "NS"), ("key", "k"), ("value", value)],
+            None,
+        )
+    };
+    let answer = conn.call(put(&"x".repeat(1001))).await;
+    assert_eq!(answer.code, 1);
+    let remark = answer.remark.unwrap_or_default();
+    assert!(remark.contains("1001 bytes exceeds kvConfigMaxValueBytes (1000)"), "{remark}");
+    assert_eq!(server.state.limits.trigger_count(Cap::KvValueBytes), 1);
+    let get = request(RequestCode::GetKvConfig, &[("namespace", "NS"), ("key", "k")], None);
+    assert_eq!(conn.call(get.clone()).await.code, 22, "not stored");
+    assert_eq!(conn.call(put(&"x".repeat(1000))).await.code, 0);
+    assert_eq!(conn.call(get).await.ext("value").map(str::len), Some(1000));
+}
+
+#[tokio::test]
+async fn config_updates_that_would_break_the_server_are_refused_over_the_wire() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let get = || request(RequestCode::GetNamesrvConfig, &[], None);
+    let before = body_text(&conn.call(get()).await);
+    for body in ["listenPort=1\n", "serverChannelMaxIdleTimeSeconds=1\nenableTopicList=false\n"] {
+        let answer =
+            conn.call(request(RequestCode::UpdateNamesrvConfig, &[], Some(body.as_bytes()))).await;
+        assert_eq!(answer.code, 1, "{body}");
+        let key = body.split('=').next().unwrap_or_default();
+        assert!(answer.remark.unwrap_or_default().contains(key), "{body}");
+    }
+    assert_eq!(body_text(&conn.call(get()).await), before, "nothing applied");
+    let _ = Conn::connect(server.addr).await; // the server still accepts
+}
