@@ -59,9 +59,9 @@ def main():
         return 0
     selected = args.scenarios or sorted(SCENARIOS)
     if not args.scenarios and not has_our_controller():
-        # Our controller (12: mqcontroller, 13: enableControllerInNamesrv) is not in this checkout.
-        selected = [n for n in selected if n not in (12, 13)]
-        print("note: scenarios 12 and 13 left out: this checkout has no crates/controller "
+        # Our controller (14: mqcontroller, 15: enableControllerInNamesrv) is not in this checkout.
+        selected = [n for n in selected if n not in (14, 15)]
+        print("note: scenarios 14 and 15 left out: this checkout has no crates/controller "
               "(run them with NAMESRV_BIN/CONTROLLER_BIN pointing at binaries that have it)")
     unknown = [n for n in selected if n not in SCENARIOS]
     if unknown:
@@ -108,7 +108,7 @@ def main():
             needs.append(artifacts.go_client)
         if any(n in order for n in CTRL_SCENARIOS):
             needs += [lambda: artifacts.libdir("c"), lambda: artifacts.classes("c")]
-        if 12 in order:
+        if 14 in order:
             artifacts.want_controller = True
             needs.append(artifacts.rust_controller)
         if impl == "rust":

@@ -1,4 +1,4 @@
-"""The controller-mode world of scenarios 11-13, and the controller protocol queries they make.
+"""The controller-mode world of scenarios 13-15, and the controller protocol queries they make.
 
 One `CtrlWorld` per scenario: a group of three controller nodes of one `kind`, the nameserver(s)
 the brokers register with, and one broker group (`broker-c` in `ControllerCluster`) of three

@@ -1,8 +1,8 @@
-"""Scenarios 11-13: brokers in controller mode (RocketMQ 5's automatic master election).
+"""Scenarios 13-15: brokers in controller mode (RocketMQ 5's automatic master election).
 
 The same scenario runs against three controller groups (see ctrlgroup.py): Apache's own
-ControllerStartup (11, the reference), our standalone mqcontroller (12) and our nameservers with
-the controller embedded (13). Each records the same figures under the same names in `RESULTS`;
+ControllerStartup (13, the reference), our standalone mqcontroller (14) and our nameservers with
+the controller embedded (15). Each records the same figures under the same names in `RESULTS`;
 `report()` prints them side by side at the end of the run and writes
 `controller-failover.md` into the run directory.
 
@@ -346,22 +346,22 @@ class Run:
             self.w.stop()
 
 
-def s11_java_controller(env, c):
+def s13_java_controller(env, c):
     Run(env, c, "java").run()
 
 
-def s12_rust_controller(env, c):
+def s14_rust_controller(env, c):
     Run(env, c, "rust").run()
 
 
-def s13_embedded_controller(env, c):
+def s15_embedded_controller(env, c):
     Run(env, c, "embedded").run()
 
 
 CTRL_SCENARIOS = {
-    11: ("Controller mode: Apache's ControllerStartup x3 (reference)", s11_java_controller),
-    12: ("Controller mode: our mqcontroller x3", s12_rust_controller),
-    13: ("Controller mode: nameservers under test with enableControllerInNamesrv x3", s13_embedded_controller),
+    13: ("Controller mode: Apache's ControllerStartup x3 (reference)", s13_java_controller),
+    14: ("Controller mode: our mqcontroller x3", s14_rust_controller),
+    15: ("Controller mode: nameservers under test with enableControllerInNamesrv x3", s15_embedded_controller),
 }
 
 

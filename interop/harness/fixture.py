@@ -22,7 +22,7 @@ CACHE = os.path.join(IDIR, ".cache")
 
 V5 = os.environ.get("RMQ5_VERSION", "5.5.0")
 V4 = os.environ.get("RMQ4_VERSION", "4.9.3")
-# The release of the controller-mode scenarios (11-13): brokers, Java controller, clients, mqadmin.
+# The release of the controller-mode scenarios (13-15): brokers, Java controller, clients, mqadmin.
 VC = os.environ.get("RMQ_CTRL_VERSION", "5.5.0")
 GEN_VERSION = {"5": V5, "4": V4, "c": VC}
 
@@ -223,7 +223,7 @@ class Artifacts:
         return self._rust_bin("mqnamesrv", "NAMESRV_BIN")
 
     def rust_controller(self):
-        """Our standalone controller: CONTROLLER_BIN, or built by cargo (scenario 12)."""
+        """Our standalone controller: CONTROLLER_BIN, or built by cargo (scenario 14)."""
         return self._rust_bin("mqcontroller", "CONTROLLER_BIN")
 
 
@@ -260,7 +260,7 @@ class Namesrv:
         self.impl = impl
         self.tls = dict(tls or {})
         # More keys of its -c file, for either implementation (e.g. enableControllerInNamesrv
-        # and the controller's keys, scenario 13).
+        # and the controller's keys, scenario 15).
         self.extra = dict(extra or {})
         self.ssl_context = ssl_context
         self.port = free_port_block((0,))

@@ -167,7 +167,7 @@ def listen_port_range():
 
     A port inside the ephemeral range can be taken, between our check and the server's bind, by
     the local end of any outgoing connection (a broker failed to bind its port that way in
-    scenario 13, where many processes connect to each other).
+    scenario 15, where many processes connect to each other).
     """
     lo, hi = 20000, 45000
     try:
