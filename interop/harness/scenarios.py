@@ -1203,4 +1203,4 @@ SCENARIOS.update(CTRL_SCENARIOS)
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
 # Scenario 9 uses nameservers and a broker of its own (stopped when it ends).
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 4, 11, 12, 13]
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 4, 13, 14, 15]
