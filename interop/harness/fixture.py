@@ -22,7 +22,9 @@ CACHE = os.path.join(IDIR, ".cache")
 
 V5 = os.environ.get("RMQ5_VERSION", "5.5.0")
 V4 = os.environ.get("RMQ4_VERSION", "4.9.3")
-GEN_VERSION = {"5": V5, "4": V4}
+# The release of the controller-mode scenarios (13-15): brokers, Java controller, clients, mqadmin.
+VC = os.environ.get("RMQ_CTRL_VERSION", "5.5.0")
+GEN_VERSION = {"5": V5, "4": V4, "c": VC}
 
 CLUSTER = "DefaultCluster"
 LEGACY_CLUSTER = "LegacyCluster"
@@ -100,6 +102,8 @@ class Artifacts:
         self.lock = threading.Lock()
         self.key_locks = {}
         self.done = {}
+        # Set before the first build when a selected scenario runs our mqcontroller.
+        self.want_controller = False
 
     def _once(self, key, fn):
         with self.lock:
@@ -138,7 +142,7 @@ class Artifacts:
             self.say("  jars %s ready (%.0fs)" % (ver, secs))
             return d
 
-        return self._once("lib" + gen, fetch)
+        return self._once("lib" + ver, fetch)
 
     def classes(self, gen):
         ver = GEN_VERSION[gen]
@@ -162,7 +166,7 @@ class Artifacts:
                 raise SetupError("javac failed against %s:\n%s" % (ver, text[-3000:]))
             return out
 
-        return self._once("classes" + gen, build)
+        return self._once("classes" + ver, build)
 
     def go_client(self):
         def build():
@@ -177,30 +181,50 @@ class Artifacts:
 
         return self._once("go", build)
 
-    def rust_namesrv(self):
+    def _cargo_build(self):
+        """`cargo build --release` of our binaries (once): namesrv, plus controller (mqcontroller)
+        when `want_controller` is set and the workspace has that crate. Returns the bin dir."""
         def build():
-            if os.environ.get("NAMESRV_BIN"):
-                b = os.environ["NAMESRV_BIN"]
-                if not os.path.isabs(b):
-                    b = os.path.join(ROOT, b)
-                if not os.path.exists(b):
-                    raise SetupError("NAMESRV_BIN=%s does not exist" % b)
-                return b
             target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
             if not os.path.isabs(target):
                 target = os.path.join(ROOT, target)
-            self.say("building the nameserver under test: cargo build --release -p namesrv ...")
-            rc, text, secs = self.procs.run("cargo-build", ["cargo", "build", "--release", "-p", "namesrv"],
-                                            timeout=2400, cwd=ROOT)
+            pkgs = ["-p", "namesrv"]
+            if self.want_controller and os.path.exists(os.path.join(ROOT, "crates", "controller", "Cargo.toml")):
+                pkgs += ["-p", "controller"]
+            cmd = ["cargo", "build", "--release"] + pkgs
+            self.say("building our binaries: %s ..." % " ".join(cmd))
+            rc, text, secs = self.procs.run("cargo-build", cmd, timeout=2400, cwd=ROOT)
             if rc != 0:
-                raise SetupError("cargo build --release -p namesrv failed (rc=%s):\n%s" % (rc, text[-4000:]))
-            b = os.path.join(target, "release", "mqnamesrv")
+                raise SetupError("%s failed (rc=%s):\n%s" % (" ".join(cmd), rc, text[-4000:]))
+            self.say("  %s ready (%.0fs)" % (os.path.join(target, "release"), secs))
+            return os.path.join(target, "release")
+
+        return self._once("cargo", build)
+
+    def _rust_bin(self, name, env_var):
+        def find():
+            if os.environ.get(env_var):
+                b = os.environ[env_var]
+                if not os.path.isabs(b):
+                    b = os.path.join(ROOT, b)
+                if not os.path.exists(b):
+                    raise SetupError("%s=%s does not exist" % (env_var, b))
+                return b
+            b = os.path.join(self._cargo_build(), name)
             if not os.path.exists(b):
-                raise SetupError("cargo build succeeded but %s is missing" % b)
-            self.say("  %s ready (%.0fs)" % (b, secs))
+                raise SetupError("cargo build succeeded but %s is missing%s" % (
+                    b, "" if name == "mqnamesrv" else " (this checkout has no crates/controller; set %s)" % env_var))
             return b
 
-        return self._once("rust", build)
+        return self._once("bin-" + name, find)
+
+    def rust_namesrv(self):
+        """Our nameserver: NAMESRV_BIN, or built by cargo."""
+        return self._rust_bin("mqnamesrv", "NAMESRV_BIN")
+
+    def rust_controller(self):
+        """Our standalone controller: CONTROLLER_BIN, or built by cargo (scenario 14)."""
+        return self._rust_bin("mqcontroller", "CONTROLLER_BIN")
 
 
 def go_env():
@@ -229,13 +253,19 @@ class Namesrv:
     harness's own raw requests to it use (needed when `tls.server.mode` is `enforcing`).
     """
 
-    def __init__(self, env, key, impl, tls=None, ssl_context=None, props=None, credentials=None):
-        """`props`: more keys for our `-c` file (e.g. access control); `credentials`: the
-        (access key, secret key) the harness signs its readiness probe with."""
+    def __init__(self, env, key, impl, tls=None, ssl_context=None, props=None, credentials=None,
+                 extra=None, gen="5"):
+        """`props`: more keys for our `-c` file (e.g. access control); `extra`: more keys for
+        either implementation's; `credentials`: the (access key, secret key) the harness signs
+        its readiness probe with; `gen`: the release of the Java nameserver (impl "java")."""
         self.env = env
+        self.gen = gen
         self.key = key
         self.impl = impl
         self.tls = dict(tls or {})
+        # More keys of its -c file, for either implementation (e.g. enableControllerInNamesrv
+        # and the controller's keys, scenario 15).
+        self.extra = dict(extra or {})
         self.ssl_context = ssl_context
         self.credentials = credentials
         self.port = free_port_block((0,))
@@ -254,6 +284,8 @@ class Namesrv:
                 f.write("httpBindAddress=127.0.0.1\n")
                 for k, v in list(self.tls.items()) + list((props or {}).items()):
                     f.write("%s=%s\n" % (k, v))
+            for k, v in self.extra.items():
+                f.write("%s=%s\n" % (k, v))
         self.proc = None
         self.starts = 0
 
@@ -271,7 +303,7 @@ class Namesrv:
                 # Refused connections (plaintext under enforcing, failed handshakes) are logged at debug.
                 env["RUST_LOG"] += ",namesrv::server=debug"
         else:
-            lib = self.env.artifacts.libdir("5")
+            lib = self.env.artifacts.libdir(self.gen)
             # Without `tls`: no TLS listener (building its self-signed SSL context costs seconds of CPU).
             tls_props = ["-D%s=%s" % kv for kv in self.tls.items()] or ["-Dtls.server.mode=disabled"]
             argv = [java_bin(), "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"
@@ -570,10 +602,10 @@ class Env:
                                         env={"ROCKETMQ_HOME": self.rmq_home})
             return rc, out
         with self.lock:
-            shell = self.admin_shells.get(gen)
+            shell = self.admin_shells.get(GEN_VERSION[gen])
             if shell is None or not shell.alive():
                 shell = AdminShell(self, gen)
-                self.admin_shells[gen] = shell
+                self.admin_shells[GEN_VERSION[gen]] = shell
         t0 = time.time()
         rc, out = shell.run(full, timeout)
         shell.log("$ mqadmin %s  [%.1fs rc=%s]\n%s" % (" ".join(full), time.time() - t0, rc, out))

@@ -43,6 +43,12 @@ QUERY_DATA_VERSION = 322
 ADD_WRITE_PERM_OF_BROKER = 327
 GET_BROKER_MEMBER_GROUP = 901
 BROKER_HEARTBEAT = 904
+# Served by brokers (scenarios 11-13 read a slave's topic table).
+GET_ALL_TOPIC_CONFIG = 21
+# Served by controllers on their own port (scenarios 11-13).
+CONTROLLER_GET_REPLICA_INFO = 1004
+CONTROLLER_GET_METADATA_INFO = 1005
+CONTROLLER_GET_SYNC_STATE_DATA = 1006
 
 # Version numbers (MQVersion ordinals).
 V4_9_3 = 399  # last release answered with legacy (unquoted-key) route JSON

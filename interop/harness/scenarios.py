@@ -1468,8 +1468,12 @@ SCENARIOS = {
     11: ("Rolling replacement of a Java nameserver (same address, kvConfig.json carried over)", s11_rolling_replacement),
     12: ("Access control: signed Java broker, mqadmin with/without credentials, signed producer", s12_access_control),
 }
+# Scenarios 11-13 (controller mode) live in ctrlmode.py, which uses this module's helpers.
+from .ctrlmode import CTRL_SCENARIOS  # noqa: E402
+SCENARIOS.update(CTRL_SCENARIOS)
 
 # Scenario 4 kills broker-a, so it runs last when everything is selected (no broker restart needed).
-# Scenarios 9 and 12 use nameservers and brokers of their own (stopped when they end). Scenario 11
-# turns the Java nameserver `ref` into the SUT, so it runs after scenario 8, which compares the two.
-RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 12, 11, 4]
+# Scenarios 9, 12 and 13-15 use nameservers and brokers of their own (stopped when they end).
+# Scenario 11 turns the Java nameserver `ref` into the SUT, so it runs after scenario 8, which
+# compares the two.
+RUN_ORDER = [1, 2, 3, 5, 6, 7, 8, 9, 10, 12, 11, 4, 13, 14, 15]

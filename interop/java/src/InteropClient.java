@@ -4,8 +4,13 @@
 //
 // Usage: java InteropClient <mode> key=value...
 //   produce       ns=ADDR topic=T count=N prefix=P [timeoutMs=3000]   (ns=- : address server)
-//   consume       ns=ADDR topic=T group=G count=N prefix=P [timeoutSec=60]
+//   consume       ns=ADDR topic=T group=G count=N prefix=P [timeoutSec=60] [keysFile=F]
+//                 keysFile: the bodies it must receive, one a line (count is then their number);
+//                 the RESULT line adds expected=, missing= and the first missing bodies
 //   produce-loop  ns=ADDR topic=T durationMs=D [intervalMs=20] [timeoutMs=1000] [pollMs=30000]
+//                 [prefix=P] [stopFile=F]
+//                 prefix: body P-i (default loop-i), printed as the SEND line's 6th field;
+//                 stopFile: stop (and shut the producer down) as soon as that file exists
 //   produce-fresh ns=ADDR topic=T durationMs=D [intervalMs=500] [timeoutMs=3000]
 //                 a new producer (own client instance, so no cached route) per send, like an
 //                 application instance starting up; prints one SEND line per send
@@ -16,11 +21,17 @@
 // an AclClientRPCHook (looked up by name, so the source compiles against either generation).
 // Every mode prints machine-readable lines starting with "RESULT " or "SEND ".
 
+import java.io.File;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -151,6 +162,11 @@ public class InteropClient {
         int count = Integer.parseInt(need(opt, "count"));
         String prefix = need(opt, "prefix");
         long timeoutMs = 1000L * Integer.parseInt(opt.getOrDefault("timeoutSec", "60"));
+        Set<String> expected = null;
+        if (opt.containsKey("keysFile")) {
+            expected = new HashSet<>(Files.readAllLines(Paths.get(opt.get("keysFile")), StandardCharsets.UTF_8));
+            expected.remove("");
+        }
         Set<String> seen = ConcurrentHashMap.newKeySet();
         Map<String, Integer> perBroker = new ConcurrentHashMap<>();
         AtomicLong total = new AtomicLong();
@@ -188,30 +204,51 @@ public class InteropClient {
                 System.out.println("NOTE consumer start failed (" + e.getMessage() + "); restarting it");
             }
         }
-        while (seen.size() < count && System.currentTimeMillis() - t0 < timeoutMs) {
-            Thread.sleep(100);
+        if (expected != null) {
+            while (!seen.containsAll(expected) && System.currentTimeMillis() - t0 < timeoutMs) {
+                Thread.sleep(100);
+            }
+        } else {
+            while (seen.size() < count && System.currentTimeMillis() - t0 < timeoutMs) {
+                Thread.sleep(100);
+            }
         }
         long ms = System.currentTimeMillis() - t0;
         c.shutdown();
+        String missing = "";
+        boolean ok = seen.size() >= count;
+        if (expected != null) {
+            Set<String> lost = new TreeSet<>(expected);
+            lost.removeAll(seen);
+            ok = lost.isEmpty();
+            missing = " expected=" + expected.size() + " missing=" + lost.size()
+                + (lost.isEmpty() ? "" : " firstMissing=" + String.join(",", new ArrayList<>(lost).subList(0, Math.min(5, lost.size()))));
+        }
         System.out.println("RESULT distinct=" + seen.size() + " total=" + total.get() + " ms=" + ms
-            + " brokers=" + new TreeMap<>(perBroker));
-        return seen.size() >= count ? 0 : 1;
+            + " brokers=" + new TreeMap<>(perBroker) + missing);
+        return ok ? 0 : 1;
     }
 
     private static int produceLoop(Map<String, String> opt) throws Exception {
         String topic = need(opt, "topic");
         long duration = Long.parseLong(need(opt, "durationMs"));
         long interval = Long.parseLong(opt.getOrDefault("intervalMs", "20"));
+        String prefix = opt.getOrDefault("prefix", "loop");
+        File stop = opt.containsKey("stopFile") ? new File(opt.get("stopFile")) : null;
         DefaultMQProducer p = newProducer(opt, "interop_loop_producer");
         long t0 = System.currentTimeMillis();
         int i = 0;
-        while (System.currentTimeMillis() - t0 < duration) {
-            Message m = new Message(topic, "TagL", "L-" + i,
-                ("loop-" + i).getBytes(StandardCharsets.UTF_8));
+        while (System.currentTimeMillis() - t0 < duration && (stop == null || !stop.exists())) {
+            String body = prefix + "-" + i;
+            Message m = new Message(topic, "TagL", "L-" + i, body.getBytes(StandardCharsets.UTF_8));
             long s = System.currentTimeMillis();
             String line;
             try {
-                line = sendLine(s, p.send(m));
+                SendResult r = p.send(m);
+                // The body too: the controller-mode scenarios match acknowledged sends to
+                // consumed messages.
+                line = sendLine(s, r) + " " + body
+                    + (r.getSendStatus() == SendStatus.SEND_OK ? "" : " " + r.getSendStatus());
             } catch (Exception e) {
                 line = "SEND " + s + " " + (System.currentTimeMillis() - s) + " FAIL "
                     + e.getClass().getSimpleName();

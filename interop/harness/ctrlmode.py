@@ -1,0 +1,390 @@
+"""Scenarios 13-15: brokers in controller mode (RocketMQ 5's automatic master election).
+
+The same scenario runs against three controller groups (see ctrlgroup.py): Apache's own
+ControllerStartup (13, the reference), our standalone mqcontroller (14) and our nameservers with
+the controller embedded (15). Each records the same figures under the same names in `RESULTS`;
+`report()` prints them side by side at the end of the run and writes
+`controller-failover.md` into the run directory.
+
+The scenario, with a producer sending throughout (sync, 3 s timeout, route refresh every 1 s):
+  1. three controllers elect a leader; three brokers register; one is elected master and is
+     broker id 0 in the nameserver's route, the other two are slaves; the sync-state set fills up;
+  2. Java mqadmin getControllerMetaData / getSyncStateSet against a follower controller;
+  3. the producer's first 1,000 acknowledged messages are all received by a push consumer;
+  4. kill -9 of the master broker: a member of its sync-state set becomes master, the route shows
+     it as id 0, the producer continues; the killed broker is restarted and comes back as a slave;
+  5. kill -9 of the controller leader: a new leader, the brokers keep working (sends succeed,
+     same master);
+  6. kill -9 of the (second) master broker: handled by the new controller leader;
+  7. mqadmin again against the surviving controllers; the producer stops and a consumer of a
+     new group receives every message that was acknowledged in the whole run.
+"""
+
+import os
+import time
+
+from .ctrlgroup import CTRL_BROKER, CTRL_CLUSTER, CtrlWorld, topic_configs
+from .fixture import GEN_VERSION
+from .procs import wait_until
+from .scenarios import RUN_TAG, Fail, create_topic, parse_result, tail
+
+# kind -> {figure: value}, filled by the scenarios of this run, read by report().
+RESULTS = {}
+TITLES = {
+    "java": "Apache ControllerStartup x3 (DLedger)",
+    "rust": "our mqcontroller x3",
+    "embedded": "nameservers under test x3, enableControllerInNamesrv",
+}
+
+
+def sends_of(proc):
+    """(start_ms, end_ms, ok, broker_or_error, body) of every SEND line of a produce-loop client."""
+    out = []
+    for ln in proc.log_text().splitlines():
+        p = ln.split()
+        if len(p) >= 5 and p[0] == "SEND":
+            start, lat = int(p[1]), int(p[2])
+            ok = p[3] == "OK"
+            out.append((start, start + lat, ok, p[4], p[5] if ok and len(p) > 5 else None))
+    return out
+
+
+def acked_since(proc, t_ms, broker=None):
+    return [s for s in sends_of(proc) if s[2] and s[0] >= t_ms and (broker is None or s[3] == broker)]
+
+
+def gap_around(proc, t_ms, until_ms):
+    """Longest time (ms) without an acknowledged send, between the last ack before t_ms and
+    the first after it, looking at acks up to until_ms; and the failed sends started in between."""
+    s = sends_of(proc)
+    ends = sorted(x[1] for x in s if x[2] and x[1] <= until_ms)
+    before = [e for e in ends if e <= t_ms]
+    after = [e for e in ends if e > t_ms]
+    window = ([before[-1]] if before else []) + after
+    gap = max((b - a for a, b in zip(window, window[1:])), default=None)
+    failed = sum(1 for x in s if not x[2] and t_ms <= x[0] <= until_ms)
+    return gap, failed
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+class Run:
+    """One run of the scenario against one kind of controller group."""
+
+    def __init__(self, env, c, kind):
+        self.env = env
+        self.c = c
+        self.kind = kind
+        self.fig = {}
+        self.w = CtrlWorld(env, kind)
+        self.topic = "InteropCtrl%s" % kind.capitalize()
+        self.prefix = "%s-ctl-%s" % (RUN_TAG, kind)
+        self.producer = None
+        self.first_consumer = None
+        self.stop_file = os.path.join(env.rundir, "ctl-%s-producer.stop" % kind)
+
+    def record(self, key, value):
+        self.fig[key] = value
+        self.c.fig(key, value)
+
+    def ns(self):
+        live = self.w.live_ns()
+        if not live:
+            raise Fail("no nameserver left")
+        return live[0].addr
+
+    # ---- steps ----
+
+    def start(self):
+        c, w = self.c, self.w
+        t0 = time.time()
+        w.start_servers(c.note)
+        ld = w.wait_leader(60)
+        c.require(ld, "the three %s controllers agree on a leader" % self.kind)
+        self.record("controllers started -> leader agreed (s)", "%.1f" % (time.time() - t0))
+        c.note("controller leader %s (%s)" % (ld[0].id, ld[0].addr))
+        t1 = time.time()
+        w.start_brokers(c.note)
+        addrs = {b.addr for b in w.brokers}
+
+        def elected():
+            m = w.route_members(CTRL_CLUSTER)
+            if not m or "0" not in m or set(m.values()) != addrs or len(m) != 3:
+                return None
+            mc = w.master_in_controller()
+            return (m, mc) if mc and mc[1] == m["0"] else None
+        got = wait_until(elected, 120, 0.3)
+        c.require(got, "one master elected: broker id 0 in the route is the controller's master, "
+                       "the other two brokers are slaves (%s)" % (got[0] if got else w.route_members(CTRL_CLUSTER)))
+        m, mc = got
+        self.record("brokers started -> master in route (s)", "%.1f" % (time.time() - t1))
+        c.check(mc[0] is not None and mc[0] >= 1 and mc[2] >= 1,
+                "controller: master broker id %s (assigned by the controller), master epoch %s" % (mc[0], mc[2]))
+        reps = w.replicas() or {}
+        id_addr = {str(r.get("brokerId")): r.get("brokerAddress")
+                   for r in (reps.get("inSyncReplicas") or []) + (reps.get("notInSyncReplicas") or [])}
+        slaves = {k: v for k, v in m.items() if k != "0"}
+        c.check(len(id_addr) == 3 and id_addr.get(str(mc[0])) == m["0"]
+                and all(id_addr.get(k) == v for k, v in slaves.items()),
+                "the route's slave ids %s are the controller's broker ids of those brokers (controller: %s)" % (
+                    sorted(slaves), id_addr))
+        full = wait_until(lambda: (lambda x: x if x and len(x[3]) == 3 else None)(w.master_in_controller()), 120, 0.5)
+        c.require(full, "the sync-state set fills up with all three brokers (%s)" % (
+            full[3] if full else w.master_in_controller()))
+        self.record("brokers started -> sync-state set of 3 (s)", "%.1f" % (time.time() - t1))
+
+    def admin(self, phase):
+        """Java mqadmin getControllerMetaData / getSyncStateSet against a follower controller."""
+        c, w, env = self.c, self.w, self.env
+        ld = w.wait_leader(30)
+        c.require(ld, "controllers agree on a leader (%s)" % phase)
+        leader = ld[0]
+        follower = next(n for n in w.nodes if n.alive() and n is not leader)
+        ver = GEN_VERSION["c"]
+        rc, out = env.mqadmin(["getControllerMetaData", "-a", follower.addr], ns=self.ns(), gen="c")
+        lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln
+                     and not ln.startswith("#Peer"))
+        peers = [ln.split("\t", 1)[1].strip() for ln in out.splitlines() if ln.startswith("#Peer:")]
+        ok = (lines.get("#ControllerGroup", "").strip() == w.group
+              and lines.get("#ControllerLeaderAddress", "").strip() == leader.addr
+              and lines.get("#ControllerLeaderId", "").strip() == leader.id
+              and len(peers) == 3 and all(n.addr in " ".join(peers) for n in w.nodes))
+        c.check(rc == 0 and ok, "%s: Java %s mqadmin getControllerMetaData -a <follower %s> shows group %s, "
+                                "leader %s %s, 3 peers" % (phase, ver, follower.id, w.group, leader.id, leader.addr))
+        if not ok:
+            c.note(tail(out))
+        mc = w.master_in_controller()
+        rt = w.route_members(self.topic) or w.route_members(CTRL_CLUSTER) or {}
+        rc, out = env.mqadmin(["getSyncStateSet", "-a", follower.addr, "-b", CTRL_BROKER], ns=self.ns(), gen="c")
+        lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln)
+        in_sync = [ln for ln in out.splitlines() if ln.startswith("InSyncReplica:")]
+        ok = (mc is not None and lines.get("#brokerName", "").strip() == CTRL_BROKER
+              and lines.get("#MasterAddr", "").strip() == rt.get("0")
+              and lines.get("#MasterBrokerId", "").strip() == str(mc[0])
+              and lines.get("#SyncStateSetNums", "").strip() == str(len(mc[3])) == str(len(in_sync)))
+        c.check(rc == 0 and ok, "%s: Java %s mqadmin getSyncStateSet -a <follower> -b %s shows master id %s at %s "
+                                "(the route's id 0) and %d in-sync replicas" % (
+                                    phase, ver, CTRL_BROKER, mc and mc[0], rt.get("0"), len(mc[3]) if mc else -1))
+        if not ok:
+            c.note(tail(out))
+
+    def produce_first_thousand(self):
+        c, env, w = self.c, self.env, self.w
+        create_topic(env, c, self.topic, cluster=CTRL_CLUSTER, ns=self.ns(), gen="c", brokers=(CTRL_BROKER,))
+        slaves = [addr for i, addr in (w.route_members(self.topic) or {}).items() if i != "0"]
+        synced = wait_until(lambda: all(self.topic in (topic_configs(a) or ()) for a in slaves), 90, 1.0)
+        c.require(synced and len(slaves) == 2, "both slaves hold %s's config (synced from the master)" % self.topic)
+        if os.path.exists(self.stop_file):
+            os.remove(self.stop_file)
+        self.producer = env.jclient_start("c", "produce-loop", ns=w.ns_addrs(), topic=self.topic, durationMs=1500000,
+                                          intervalMs=20, timeoutMs=3000, pollMs=1000, prefix=self.prefix,
+                                          stopFile=self.stop_file)
+        t0 = time.time()
+        got = wait_until(lambda: len(acked_since(self.producer, 0)) >= 1000 or not self.producer.alive(), 300, 0.5)
+        acked = acked_since(self.producer, 0)
+        c.require(got and len(acked) >= 1000, "Java %s producer: 1000 messages acknowledged (%d, %d failed)" % (
+            GEN_VERSION["c"], len(acked), sum(1 for s in sends_of(self.producer) if not s[2])))
+        self.record("first 1000 acks (s)", "%.1f" % (time.time() - t0))
+        # Its consumer runs on while the faults happen (checked at the end), saving a JVM's wait here.
+        self.first_consumer = self.start_consumer([s[4] for s in acked[:1000]])
+
+    def start_consumer(self, keys):
+        """A Java push consumer of a new group that must receive exactly these bodies."""
+        keys_file = os.path.join(self.env.rundir, "ctl-%s-keys-%d.txt" % (self.kind, len(keys)))
+        with open(keys_file, "w") as f:
+            f.write("\n".join(keys) + "\n")
+        group = "interop_ctl_%s_%d_%s" % (self.kind, len(keys), RUN_TAG)
+        return self.env.jclient_start("c", "consume", ns=self.w.ns_addrs(), topic=self.topic, group=group,
+                                      count=len(keys), prefix=self.prefix, timeoutSec=180, keysFile=keys_file)
+
+    def check_consumer(self, proc, what):
+        c = self.c
+        wait_until(lambda: not proc.alive(), 240, 0.5)
+        if proc.alive():
+            self.env.procs.kill(proc)
+        out = proc.log_text()
+        r = parse_result(out)
+        c.check(proc.popen.returncode == 0 and r.get("missing") == "0",
+                "a Java push consumer (new group) received every one of the %s acknowledged messages "
+                "(%s expected, %s missing%s)" % (what, r.get("expected"), r.get("missing"),
+                                                 ", first " + r["firstMissing"] if r.get("firstMissing") else ""))
+        if r.get("missing") != "0":
+            c.note(tail(out))
+        return r
+
+    def kill_master(self, n):
+        """kill -9 of the master broker; the new master must come from the sync-state set."""
+        c, w, env = self.c, self.w, self.env
+        before = w.master_in_controller()
+        rt = w.route_members(self.topic) or {}
+        c.require(before and before[1] and rt.get("0") == before[1],
+                  "master %d: the route's id 0 is the controller's master (%s)" % (n, before))
+        mid, maddr, epoch, sset = before
+        victim = w.broker_by_addr(maddr)
+        c.require(victim is not None, "the master is one of our brokers")
+        replicas = w.replicas() or {}
+        id_addr = {r.get("brokerId"): r.get("brokerAddress")
+                   for r in (replicas.get("inSyncReplicas") or []) + (replicas.get("notInSyncReplicas") or [])}
+        t_kill = now_ms()
+        env.procs.kill(victim.proc)
+        c.note("kill -9 master %s (controller id %s, epoch %s, sync-state set %s)" % (maddr, mid, epoch, sset))
+        t_elect = t_route = None
+        new_c = new_route = None
+        deadline = time.time() + 90
+        while time.time() < deadline and (t_elect is None or t_route is None):
+            if t_elect is None:
+                m = w.master_in_controller()
+                if m and m[1] and m[1] != maddr:
+                    t_elect, new_c = now_ms(), m
+            if t_route is None:
+                r = w.route_members(self.topic)
+                if r and r.get("0") and r["0"] != maddr:
+                    t_route, new_route = now_ms(), r
+            time.sleep(0.05)
+        key = "master kill %d" % n
+        c.check(t_elect is not None, "%s: the controller elected a new master (%s)" % (key, new_c))
+        c.require(t_route is not None, "%s: the route shows a new broker id 0 (%s)" % (key, new_route))
+        self.record("%s -> controller elected (ms)" % key, t_elect - t_kill if t_elect else "none in 90 s")
+        self.record("%s -> route shows new master (ms)" % key, t_route - t_kill)
+        c.check(new_c and new_c[0] in sset and new_c[0] != mid,
+                "%s: the new master (id %s) was in the sync-state set %s" % (key, new_c and new_c[0], sset))
+        c.check(new_c and new_route["0"] == new_c[1] == id_addr.get(new_c[0], new_c[1]),
+                "%s: route id 0 = %s = the controller's new master" % (key, new_route["0"]))
+        c.check(new_c and new_c[2] > epoch, "%s: master epoch went up (%s -> %s)" % (key, epoch, new_c and new_c[2]))
+        c.check(maddr not in (new_route or {}).values(), "%s: the killed broker left the route" % key)
+        # The producer continues on the new master.
+        new_master = new_route["0"]
+        cont = wait_until(lambda: len(acked_since(self.producer, t_route)) >= 20, 60, 0.3)
+        c.check(cont, "%s: the producer continues (20 acknowledged sends after the route change)" % key)
+        gap, failed = gap_around(self.producer, t_kill, now_ms())
+        self.record("%s: failed sends / longest gap without an ack (ms)" % key, "%d / %s" % (failed, gap))
+        return victim, new_master
+
+    def kill_leader(self):
+        c, w, env = self.c, self.w, self.env
+        ld = w.wait_leader(30)
+        c.require(ld, "controllers agree on a leader before its kill")
+        old = ld[0]
+        before = w.master_in_controller()
+        t_kill = now_ms()
+        old.kill()
+        c.note("kill -9 controller leader %s (%s)%s" % (
+            old.id, old.addr, " and with it its nameserver" if self.kind == "embedded" else ""))
+        new = wait_until(lambda: (lambda l: l if l and l[0] is not old else None)(w.leader()), 60, 0.05)
+        t_new = now_ms()
+        c.require(new, "a new controller leader among the two left")
+        self.record("controller leader kill -> new leader (ms)", t_new - t_kill)
+        c.note("new controller leader %s (%s)" % (new[0].id, new[0].addr))
+        after = w.master_in_controller()
+        c.check(after and before and after[:3] == before[:3],
+                "the new leader knows the same master (id, address, epoch %s)" % (after and after[:3],))
+        cont = wait_until(lambda: len(acked_since(self.producer, t_kill)) >= 50, 60, 0.3)
+        c.check(cont, "brokers keep working: 50 acknowledged sends after the controller leader's kill")
+        gap, failed = gap_around(self.producer, t_kill, now_ms())
+        self.record("controller leader kill: failed sends / longest gap without an ack (ms)", "%d / %s" % (failed, gap))
+        rt = w.route_members(self.topic) or {}
+        c.check(before and rt.get("0") == before[1], "the route still shows the same master %s" % rt.get("0"))
+
+    def back_as_slave(self, broker, t_restart):
+        """The killed master, restarted on its old store, is a slave of the new master."""
+        c, w = self.c, self.w
+        broker.wait_boot(180)
+
+        def slave():
+            r = w.route_members(self.topic)
+            return r if r and broker.addr in r.values() and r.get("0") != broker.addr else None
+        r = wait_until(slave, 120, 0.5)
+        c.check(r, "the killed master, restarted, registers as a slave (route %s)" % r)
+        self.record("old master restart -> back as slave in route (s)",
+                    "%.1f" % (time.time() - t_restart) if r else "not in 120 s")
+
+    def wait_sync_set(self, at_least, why):
+        got = wait_until(lambda: (lambda m: m if m and len(m[3]) >= at_least else None)(self.w.master_in_controller()),
+                         120, 0.5)
+        self.c.require(got, "sync-state set has >= %d members %s (%s)" % (at_least, why, got and got[3]))
+        return got
+
+    def finish(self):
+        c = self.c
+        open(self.stop_file, "w").close()
+        wait_until(lambda: not self.producer.alive(), 30, 0.3)
+        if self.producer.alive():
+            self.env.procs.kill(self.producer)
+        s = sends_of(self.producer)
+        acked = [x[4] for x in s if x[2]]
+        failed = sum(1 for x in s if not x[2])
+        self.record("sends acknowledged / failed", "%d / %d" % (len(acked), failed))
+        self.check_consumer(self.first_consumer, "first 1000 (consumer started before the first fault)")
+        r = self.check_consumer(self.start_consumer(acked), "%d" % len(acked))
+        lost = r.get("missing")
+        self.record("acknowledged messages lost", lost if lost is not None else "unknown")
+
+    def run(self):
+        completed = False
+        try:
+            self.start()
+            self.admin("after start")
+            self.produce_first_thousand()
+            victim, _ = self.kill_master(1)
+            t_restart = time.time()
+            victim.start(self.w.ns_addrs())
+            self.wait_sync_set(2, "again (the other slave rejoined)")
+            self.kill_leader()
+            self.back_as_slave(victim, t_restart)
+            self.wait_sync_set(2, "before the second master kill")
+            self.kill_master(2)
+            self.admin("at the end")
+            self.finish()
+            completed = True
+        finally:
+            RESULTS[self.kind] = dict(self.fig, passed=completed and self.c.passed())
+            for p in (self.producer, self.first_consumer):
+                if p is not None:
+                    self.env.procs.kill(p)
+            self.w.stop()
+
+
+def s13_java_controller(env, c):
+    Run(env, c, "java").run()
+
+
+def s14_rust_controller(env, c):
+    Run(env, c, "rust").run()
+
+
+def s15_embedded_controller(env, c):
+    Run(env, c, "embedded").run()
+
+
+CTRL_SCENARIOS = {
+    13: ("Controller mode: Apache's ControllerStartup x3 (reference)", s13_java_controller),
+    14: ("Controller mode: our mqcontroller x3", s14_rust_controller),
+    15: ("Controller mode: nameservers under test with enableControllerInNamesrv x3", s15_embedded_controller),
+}
+
+
+def report(say, rundir):
+    """Side-by-side figures of the controller scenarios that ran (printed, and in the run dir)."""
+    if not RESULTS:
+        return
+    kinds = [k for k in ("java", "rust", "embedded") if k in RESULTS]
+    keys = []
+    for k in kinds:
+        for f in RESULTS[k]:
+            if f != "passed" and f not in keys:
+                keys.append(f)
+    head = "| figure | " + " | ".join(TITLES[k] for k in kinds) + " |"
+    rows = [head, "|" + "---|" * (len(kinds) + 1)]
+    rows.append("| scenario | " + " | ".join("PASS" if RESULTS[k]["passed"] else "FAIL" for k in kinds) + " |")
+    for f in keys:
+        rows.append("| %s | %s |" % (f, " | ".join(str(RESULTS[k].get(f, "-")) for k in kinds)))
+    text = "\n".join(rows)
+    say("controller-mode failover, side by side (NAMESRV_IMPL=%s):\n%s" % (env_impl(), text))
+    with open(os.path.join(rundir, "controller-failover.md"), "w") as f:
+        f.write(text + "\n")
+
+
+def env_impl():
+    return os.environ.get("NAMESRV_IMPL", "rust")
