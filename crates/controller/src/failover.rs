@@ -69,6 +69,12 @@ pub fn notify_role_changed(node: &Node, change: &RoleChange) {
 /// leads, elect a new one. Java: `ControllerManager#onBrokerInactive`
 pub async fn on_broker_inactive(node: &Arc<Node>, gone: Inactive) {
     let key = gone.key;
+    if node.stop_token().is_cancelled() {
+        // A stopping controller closes every broker connection; like Java's (its heartbeat
+        // manager and controller stop before its channels close) it elects nobody for that.
+        tracing::debug!(broker = %key.broker_name, id = key.broker_id, "broker connection closed by the controller's shutdown");
+        return;
+    }
     if !node.is_leader() {
         tracing::warn!(broker = %key.broker_name, id = key.broker_id, "broker inactive (not the leader: nothing to do)");
         return;

@@ -105,6 +105,8 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, shutdown: impl Future
         }
     }
     drop(listener);
+    // Stopping before the connections close: their closing is no broker failure.
+    stop.cancel();
     let open: Vec<u64> =
         conns.open.lock().unwrap_or_else(PoisonError::into_inner).keys().copied().collect();
     for id in open {

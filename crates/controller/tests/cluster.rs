@@ -176,9 +176,11 @@ async fn every_node_restarted_from_disk_comes_back_with_the_same_state() {
     })
     .await;
     let _: () = snapshotted;
-    beats.cancel();
 
+    // The brokers keep heartbeating until every node is down: a broker connection that closes
+    // while a leader runs is a broker lost, and the leader would elect anew.
     g.stop_all().await;
+    beats.cancel();
     for i in 0..3 {
         g.restart(i).await;
     }

@@ -121,6 +121,14 @@ impl Group {
                 .await
                 .expect("node stops")
                 .expect("serve task");
+            // The store is open until the last task holding the node has ended (a restart in
+            // this process opens it again).
+            let node = Arc::downgrade(&r.node);
+            drop(r.node);
+            eventually("the stopped node released", || async {
+                (node.strong_count() == 0).then_some(())
+            })
+            .await;
         }
     }
 
