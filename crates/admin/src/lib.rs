@@ -3,7 +3,8 @@
 //! (see [`java_args`]) and calls [`run`].
 //!
 //! Architecture invariant: commands talk to nameservers (`-n`) and controllers (`-a`) only,
-//! never to brokers (so the broker statistics columns of `clusterList` show what Java prints
+//! never to brokers, except `getBrokerEpoch`, which like Java's asks each broker the name
+//! servers list for its epoch cache (so the broker statistics columns of `clusterList` show what Java prints
 //! when a broker cannot be reached, and `deleteTopic` does the nameserver part only).
 
 mod cmd;
@@ -199,6 +200,19 @@ pub enum Command {
         #[arg(short = 'i', long = "interval")]
         interval: Option<u64>,
     },
+    /// Fetch broker epoch entries.
+    #[command(name = "getBrokerEpoch")]
+    GetBrokerEpoch {
+        /// which cluster
+        #[arg(short = 'c', long = "clusterName")]
+        cluster_name: Option<String>,
+        /// which broker to fetch
+        #[arg(short = 'b', long = "brokerName")]
+        broker_name: Option<String>,
+        /// the interval(second) of get info (repeat until interrupted)
+        #[arg(short = 'i', long = "interval")]
+        interval: Option<u64>,
+    },
     /// Re-elect the specified broker as master.
     #[command(name = "electMaster")]
     ElectMaster {
@@ -282,6 +296,7 @@ impl Command {
             Self::NsDiff => "nsDiff",
             Self::GetControllerMetaData { .. } => "getControllerMetaData",
             Self::GetSyncStateSet { .. } => "getSyncStateSet",
+            Self::GetBrokerEpoch { .. } => "getBrokerEpoch",
             Self::ElectMaster { .. } => "electMaster",
             Self::CleanBrokerMetadata { .. } => "cleanBrokerMetadata",
             Self::GetControllerConfig { .. } => "getControllerConfig",

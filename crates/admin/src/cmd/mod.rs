@@ -3,6 +3,7 @@
 mod cluster;
 mod controller;
 mod diff;
+mod epoch;
 mod kv;
 mod namesrv;
 mod topic;
@@ -56,6 +57,10 @@ pub(crate) async fn run(ctx: &mut Ctx<'_>, command: Command) -> Result<Exit, Adm
                 interval,
             )
             .await
+        }
+        Command::GetBrokerEpoch { cluster_name, broker_name, interval } => {
+            epoch::broker_epoch(ctx, cluster_name.as_deref(), broker_name.as_deref(), interval)
+                .await
         }
         Command::ElectMaster { broker_id, broker_name, cluster_name, .. } => {
             controller::elect_master(ctx, cluster_name.trim(), broker_name.trim(), broker_id).await
