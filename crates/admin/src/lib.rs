@@ -49,6 +49,20 @@ pub enum OrderConfMethod {
     Delete,
 }
 
+/// `-c`/`-b`/`-i` of `getSyncStateSet` and `getBrokerEpoch`: which broker groups, how often.
+#[derive(Debug, clap::Args)]
+pub struct Brokers {
+    /// which cluster (its broker names come from the name servers of -n)
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster_name: Option<String>,
+    /// which broker to fetch
+    #[arg(short = 'b', long = "brokerName")]
+    pub broker_name: Option<String>,
+    /// the interval(second) of get info (repeat until interrupted)
+    #[arg(short = 'i', long = "interval")]
+    pub interval: Option<u64>,
+}
+
 /// The subcommands, named as in Java.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -190,28 +204,14 @@ pub enum Command {
         /// the address of controller
         #[arg(short = 'a', long = "controllerAddress")]
         controller_address: String,
-        /// which cluster (its broker names come from the name servers of -n)
-        #[arg(short = 'c', long = "clusterName")]
-        cluster_name: Option<String>,
-        /// which broker to fetch
-        #[arg(short = 'b', long = "brokerName")]
-        broker_name: Option<String>,
-        /// the interval(second) of get info (repeat until interrupted)
-        #[arg(short = 'i', long = "interval")]
-        interval: Option<u64>,
+        #[command(flatten)]
+        which: Brokers,
     },
     /// Fetch broker epoch entries.
     #[command(name = "getBrokerEpoch")]
     GetBrokerEpoch {
-        /// which cluster
-        #[arg(short = 'c', long = "clusterName")]
-        cluster_name: Option<String>,
-        /// which broker to fetch
-        #[arg(short = 'b', long = "brokerName")]
-        broker_name: Option<String>,
-        /// the interval(second) of get info (repeat until interrupted)
-        #[arg(short = 'i', long = "interval")]
-        interval: Option<u64>,
+        #[command(flatten)]
+        which: Brokers,
     },
     /// Re-elect the specified broker as master.
     #[command(name = "electMaster")]

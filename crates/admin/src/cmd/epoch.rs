@@ -6,7 +6,7 @@ use std::time::Duration;
 use remoting::body::{ClusterInfo, EpochEntryCache};
 use serde_json::json;
 
-use crate::{AdminError, Ctx, Exit};
+use crate::{AdminError, Brokers, Ctx, Exit};
 
 /// What Java's `CommandUtil` prints (without a newline) when `-c` names no known cluster.
 const NO_CLUSTER: &str =
@@ -41,12 +41,8 @@ fn close_last_epoch(cache: &mut EpochEntryCache) {
 /// cluster info, `-c` those of every group of the cluster; `-i` repeats every that many
 /// seconds until interrupted. A broker that fails the request fails the command (after the
 /// brokers before it were printed), as in Java.
-pub(crate) async fn broker_epoch(
-    ctx: &mut Ctx<'_>,
-    cluster: Option<&str>,
-    broker: Option<&str>,
-    interval: Option<u64>,
-) -> Result<Exit, AdminError> {
+pub(crate) async fn broker_epoch(ctx: &mut Ctx<'_>, which: &Brokers) -> Result<Exit, AdminError> {
+    let (cluster, broker) = (which.cluster_name.as_deref(), which.broker_name.as_deref());
     if broker.is_none() && cluster.is_none() {
         return Err(AdminError::Usage(
             "getBrokerEpoch needs -b brokerName or -c clusterName".into(),
@@ -99,7 +95,7 @@ pub(crate) async fn broker_epoch(
         if ctx.json {
             ctx.json(&found)?;
         }
-        match interval {
+        match which.interval {
             None => return Ok(0),
             Some(seconds) => {
                 ctx.out.flush()?;
