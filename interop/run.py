@@ -101,6 +101,8 @@ def main():
             needs.append(artifacts.go_client)
         if any(n in order for n in CTRL_SCENARIOS):
             needs += [lambda: artifacts.libdir("c"), lambda: artifacts.classes("c")]
+            artifacts.want_admin = True
+            needs.append(artifacts.rust_mqadmin)
         if 14 in order:
             artifacts.want_controller = True
             needs.append(artifacts.rust_controller)

@@ -9,7 +9,8 @@ the controller embedded (15). Each records the same figures under the same names
 The scenario, with a producer sending throughout (sync, 3 s timeout, route refresh every 1 s):
   1. three controllers elect a leader; three brokers register; one is elected master and is
      broker id 0 in the nameserver's route, the other two are slaves; the sync-state set fills up;
-  2. Java mqadmin getControllerMetaData / getSyncStateSet against a follower controller;
+  2. Java mqadmin getControllerMetaData / getSyncStateSet against a follower controller; Java's
+     and our mqadmin getBrokerEpoch list the same epochs for every broker of the group;
   3. the producer's first 1,000 acknowledged messages are all received by a push consumer;
   4. kill -9 of the master broker: a member of its sync-state set becomes master, the route shows
      it as id 0, the producer continues; the killed broker is restarted and comes back as a slave;
@@ -21,6 +22,7 @@ The scenario, with a producer sending throughout (sync, 3 s timeout, route refre
 """
 
 import os
+import re
 import time
 
 from .ctrlgroup import CTRL_BROKER, CTRL_CLUSTER, CtrlWorld, topic_configs
@@ -64,6 +66,27 @@ def gap_around(proc, t_ms, until_ms):
     gap = max((b - a for a, b in zip(window, window[1:])), default=None)
     failed = sum(1 for x in s if not x[2] and t_ms <= x[0] <= until_ms)
     return gap, failed
+
+
+EPOCH_LINE = re.compile(r"#Epoch: EpochEntry\{epoch=(-?\d+), startOffset=(-?\d+), endOffset=(-?\d+)\}")
+
+
+def epochs_by_addr(out):
+    """{brokerAddr: [(epoch, startOffset, endOffset)]} from mqadmin getBrokerEpoch's text."""
+    res, addr = {}, None
+    for ln in out.splitlines():
+        if ln.startswith("#brokerAddr\t"):
+            addr = ln.split("\t", 1)[1].strip()
+            res[addr] = []
+        elif addr is not None and EPOCH_LINE.match(ln):
+            res[addr].append(tuple(int(x) for x in EPOCH_LINE.match(ln).groups()))
+    return res
+
+
+def settled_epochs(by_addr):
+    """The epochs without the current one's end (the broker's max offset, which moves while the
+    producer sends)."""
+    return {a: [(e, s) for e, s, _ in es] + [end for _, _, end in es[:-1]] for a, es in by_addr.items()}
 
 
 def now_ms():
@@ -169,6 +192,25 @@ class Run:
                                     phase, ver, CTRL_BROKER, mc and mc[0], rt.get("0"), len(mc[3]) if mc else -1))
         if not ok:
             c.note(tail(out))
+        if phase == "after start":
+            self.broker_epochs()
+
+    def broker_epochs(self):
+        """Java's and our mqadmin getBrokerEpoch -b list the same epochs for the three brokers."""
+        c, w, env = self.c, self.w, self.env
+        rc, jout = env.mqadmin(["getBrokerEpoch", "-b", CTRL_BROKER], ns=self.ns(), gen="c")
+        java = epochs_by_addr(jout)
+        argv = [env.artifacts.rust_mqadmin(), "getBrokerEpoch", "-b", CTRL_BROKER, "-n", self.ns()]
+        rrc, rout, _ = env.procs.run("mqadmin-rust-getBrokerEpoch", argv, 60)
+        ours = epochs_by_addr(rout)
+        addrs = {b.addr for b in w.brokers}
+        ok = (rc == 0 and rrc == 0 and set(java) == addrs and all(java.values())
+              and settled_epochs(java) == settled_epochs(ours))
+        c.check(ok, "Java %s and our mqadmin getBrokerEpoch -b %s list the same epochs for the 3 brokers "
+                    "(Java %s, ours %s)" % (GEN_VERSION["c"], CTRL_BROKER, java, ours))
+        if not ok:
+            c.note(tail(jout))
+            c.note(tail(rout))
 
     def produce_first_thousand(self):
         c, env, w = self.c, self.env, self.w

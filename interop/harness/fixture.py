@@ -104,6 +104,8 @@ class Artifacts:
         self.done = {}
         # Set before the first build when a selected scenario runs our mqcontroller.
         self.want_controller = False
+        # Set before the first build when a selected scenario runs our mqadmin (13-15).
+        self.want_admin = False
 
     def _once(self, key, fn):
         with self.lock:
@@ -183,7 +185,8 @@ class Artifacts:
 
     def _cargo_build(self):
         """`cargo build --release` of our binaries (once): namesrv, plus controller (mqcontroller)
-        when `want_controller` is set and the workspace has that crate. Returns the bin dir."""
+        when `want_controller` is set and admin (mqadmin) when `want_admin` is, each when the
+        workspace has that crate. Returns the bin dir."""
         def build():
             target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
             if not os.path.isabs(target):
@@ -191,6 +194,8 @@ class Artifacts:
             pkgs = ["-p", "namesrv"]
             if self.want_controller and os.path.exists(os.path.join(ROOT, "crates", "controller", "Cargo.toml")):
                 pkgs += ["-p", "controller"]
+            if self.want_admin and os.path.exists(os.path.join(ROOT, "crates", "admin", "Cargo.toml")):
+                pkgs += ["-p", "admin"]
             cmd = ["cargo", "build", "--release"] + pkgs
             self.say("building our binaries: %s ..." % " ".join(cmd))
             rc, text, secs = self.procs.run("cargo-build", cmd, timeout=2400, cwd=ROOT)
@@ -213,7 +218,7 @@ class Artifacts:
             b = os.path.join(self._cargo_build(), name)
             if not os.path.exists(b):
                 raise SetupError("cargo build succeeded but %s is missing%s" % (
-                    b, "" if name == "mqnamesrv" else " (this checkout has no crates/controller; set %s)" % env_var))
+                    b, "" if name == "mqnamesrv" else " (this checkout lacks its crate; set %s)" % env_var))
             return b
 
         return self._once("bin-" + name, find)
@@ -225,6 +230,10 @@ class Artifacts:
     def rust_controller(self):
         """Our standalone controller: CONTROLLER_BIN, or built by cargo (scenario 14)."""
         return self._rust_bin("mqcontroller", "CONTROLLER_BIN")
+
+    def rust_mqadmin(self):
+        """Our mqadmin: MQADMIN_BIN, or built by cargo (scenarios 13-15 compare it with Java's)."""
+        return self._rust_bin("mqadmin", "MQADMIN_BIN")
 
 
 def go_env():

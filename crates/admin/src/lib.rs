@@ -3,7 +3,8 @@
 //! (see [`java_args`]) and calls [`run`].
 //!
 //! Architecture invariant: commands talk to nameservers (`-n`) and controllers (`-a`) only,
-//! never to brokers (so the broker statistics columns of `clusterList` show what Java prints
+//! never to brokers, except `getBrokerEpoch`, which like Java's asks each broker the name
+//! servers list for its epoch cache (so the broker statistics columns of `clusterList` show what Java prints
 //! when a broker cannot be reached, and `deleteTopic` does the nameserver part only).
 
 mod cmd;
@@ -46,6 +47,20 @@ pub enum OrderConfMethod {
     Put,
     Get,
     Delete,
+}
+
+/// `-c`/`-b`/`-i` of `getSyncStateSet` and `getBrokerEpoch`: which broker groups, how often.
+#[derive(Debug, clap::Args)]
+pub struct Brokers {
+    /// which cluster (its broker names come from the name servers of -n)
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster_name: Option<String>,
+    /// which broker to fetch
+    #[arg(short = 'b', long = "brokerName")]
+    pub broker_name: Option<String>,
+    /// the interval(second) of get info (repeat until interrupted)
+    #[arg(short = 'i', long = "interval")]
+    pub interval: Option<u64>,
 }
 
 /// The subcommands, named as in Java.
@@ -189,15 +204,14 @@ pub enum Command {
         /// the address of controller
         #[arg(short = 'a', long = "controllerAddress")]
         controller_address: String,
-        /// which cluster (its broker names come from the name servers of -n)
-        #[arg(short = 'c', long = "clusterName")]
-        cluster_name: Option<String>,
-        /// which broker to fetch
-        #[arg(short = 'b', long = "brokerName")]
-        broker_name: Option<String>,
-        /// the interval(second) of get info (repeat until interrupted)
-        #[arg(short = 'i', long = "interval")]
-        interval: Option<u64>,
+        #[command(flatten)]
+        which: Brokers,
+    },
+    /// Fetch broker epoch entries.
+    #[command(name = "getBrokerEpoch")]
+    GetBrokerEpoch {
+        #[command(flatten)]
+        which: Brokers,
     },
     /// Re-elect the specified broker as master.
     #[command(name = "electMaster")]
@@ -282,6 +296,7 @@ impl Command {
             Self::NsDiff => "nsDiff",
             Self::GetControllerMetaData { .. } => "getControllerMetaData",
             Self::GetSyncStateSet { .. } => "getSyncStateSet",
+            Self::GetBrokerEpoch { .. } => "getBrokerEpoch",
             Self::ElectMaster { .. } => "electMaster",
             Self::CleanBrokerMetadata { .. } => "cleanBrokerMetadata",
             Self::GetControllerConfig { .. } => "getControllerConfig",

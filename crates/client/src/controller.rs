@@ -1,11 +1,14 @@
 //! Typed calls for the RocketMQ 5 controller's requests, built and read like the Java admin
 //! (`MQClientAPIImpl`) and broker (`BrokerOuterAPI`) do. A handle talks to its target; writes
 //! and most reads must reach the leader, found with [`Client::controller_leader`] as Java's
-//! admin does (ask any controller for the metadata, then talk to the leader it names).
+//! admin does (ask any controller for the metadata, then talk to the leader it names). Also
+//! GET_BROKER_EPOCH_CACHE, the one controller-mode read that brokers serve.
 
 use std::collections::BTreeMap;
 
-use remoting::body::{self, BrokerReplicasInfo, ElectMasterResponseBody, SyncStateSet};
+use remoting::body::{
+    self, BrokerReplicasInfo, ElectMasterResponseBody, EpochEntryCache, SyncStateSet,
+};
 use remoting::headers::{
     CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader,
     GetMetaDataResponseHeader, GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader,
@@ -104,6 +107,14 @@ impl Client {
         self.call_ok(self.request(RequestCode::CleanBrokerData).with_header(&header))
             .await
             .map(drop)
+    }
+
+    /// GET_BROKER_EPOCH_CACHE (1007), which a broker in controller mode serves (no header, no
+    /// body): its cluster, name, id, master epochs and max commit-log offset. Send it through a
+    /// handle pinned to the broker. Java: `MQClientAPIImpl#getBrokerEpochCache`
+    pub async fn get_broker_epoch_cache(&self) -> Result<EpochEntryCache> {
+        let (addr, resp) = self.call_ok(self.request(RequestCode::GetBrokerEpochCache)).await?;
+        decode_opt(&addr, resp.body.as_deref())
     }
 
     /// GET_CONTROLLER_CONFIG (1010), parsed. Java: `MQClientAPIImpl#getControllerConfig`

@@ -10,7 +10,7 @@ use remoting::body::ReplicaIdentity;
 use serde_json::json;
 
 use super::{all_ok, on_each};
-use crate::{AdminError, Ctx, Exit};
+use crate::{AdminError, Brokers, Ctx, Exit};
 
 /// Java `String.valueOf` of an optional value.
 fn show<T: ToString>(v: Option<T>) -> String {
@@ -55,12 +55,8 @@ fn identity(r: &ReplicaIdentity) -> String {
 
 /// Java: GetSyncStateSetSubCommand. `-c` takes the cluster's broker names from the name
 /// servers of `-n`; `-i` repeats every that many seconds until interrupted.
-pub(crate) async fn sync_state_set(
-    ctx: &mut Ctx<'_>,
-    cluster: Option<&str>,
-    broker: Option<&str>,
-    interval: Option<u64>,
-) -> Result<Exit, AdminError> {
+pub(crate) async fn sync_state_set(ctx: &mut Ctx<'_>, which: &Brokers) -> Result<Exit, AdminError> {
+    let (cluster, broker) = (which.cluster_name.as_deref(), which.broker_name.as_deref());
     loop {
         let names: Vec<String> = match (broker, cluster) {
             (Some(b), _) => vec![b.trim().to_owned()],
@@ -105,7 +101,7 @@ pub(crate) async fn sync_state_set(
                 }
             }
         }
-        match interval {
+        match which.interval {
             None => return Ok(0),
             Some(seconds) => {
                 ctx.out.flush()?;

@@ -3,6 +3,7 @@
 mod cluster;
 mod controller;
 mod diff;
+mod epoch;
 mod kv;
 mod namesrv;
 mod topic;
@@ -48,15 +49,8 @@ pub(crate) async fn run(ctx: &mut Ctx<'_>, command: Command) -> Result<Exit, Adm
         Command::GetKvListByNamespace { namespace } => kv::list(ctx, namespace.trim()).await,
         Command::NsDiff => diff::ns_diff(ctx).await,
         Command::GetControllerMetaData { .. } => controller::metadata(ctx).await,
-        Command::GetSyncStateSet { cluster_name, broker_name, interval, .. } => {
-            controller::sync_state_set(
-                ctx,
-                cluster_name.as_deref(),
-                broker_name.as_deref(),
-                interval,
-            )
-            .await
-        }
+        Command::GetSyncStateSet { which, .. } => controller::sync_state_set(ctx, &which).await,
+        Command::GetBrokerEpoch { which } => epoch::broker_epoch(ctx, &which).await,
         Command::ElectMaster { broker_id, broker_name, cluster_name, .. } => {
             controller::elect_master(ctx, cluster_name.trim(), broker_name.trim(), broker_id).await
         }

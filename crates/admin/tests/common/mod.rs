@@ -90,6 +90,19 @@ impl Net {
         credentials: Option<client::Credentials>,
     ) {
         let id = BrokerIdentity::master("DefaultCluster", name, addr);
+        self.register_identity(i, id, topics, credentials);
+    }
+
+    /// Registers the broker `id` (any cluster, name and broker id) with `topics` (plus its
+    /// broker-name topic) on server `i`, signed by `credentials` when given.
+    pub fn register_identity(
+        &self,
+        i: usize,
+        id: BrokerIdentity,
+        topics: &[(&str, i32)],
+        credentials: Option<client::Credentials>,
+    ) {
+        let name = id.broker_name.clone();
         let table = topics
             .iter()
             .map(|(t, q)| TopicConfig {
@@ -97,7 +110,7 @@ impl Net {
                 write_queue_nums: *q,
                 ..TopicConfig::named(*t)
             })
-            .chain([TopicConfig::named(name)])
+            .chain([TopicConfig::named(&name)])
             .map(|t| (t.topic_name.clone().unwrap_or_default(), t))
             .collect();
         let req = RegisterBroker {
