@@ -37,6 +37,12 @@ try {
 
   // The broker rows, once the overdue broker shows as overdue.
   await page.waitForSelector(`#brokers tr[data-addr="${overdueAddr}"][data-state="overdue"]`, { timeout: WAIT_MS });
+  // ... and every state badge has its computed style (Chromium answers "" for a badge it has not
+  // styled yet, e.g. right after a re-render).
+  await page.waitForFunction(() => Array.from(document.querySelectorAll("#brokers tbody tr")).every((r) => {
+    const badge = r.querySelector(".state");
+    return badge !== null && getComputedStyle(badge).backgroundColor !== "";
+  }), null, { timeout: WAIT_MS });
   const brokers = await page.$$eval("#brokers tbody tr", (rows) => rows.map((r) => ({
     addr: r.dataset.addr,
     cluster: r.dataset.cluster,
