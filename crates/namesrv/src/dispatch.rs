@@ -45,7 +45,11 @@ pub fn admit(
     if request.is_response() {
         return Ok(Who::Anonymous);
     }
-    let caller = Caller { peer: conn.peer, certificate_cn: conn.certificate_cn.as_deref() };
+    let caller = Caller {
+        peer: conn.peer,
+        certificate_cn: conn.certificate_cn.as_deref(),
+        verified: Some(&conn.verified),
+    };
     Ok(gate.check(caller, request, tokio::time::Instant::now)?)
 }
 
