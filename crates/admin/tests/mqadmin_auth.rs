@@ -21,6 +21,12 @@ fn perms(net: &Net) -> Vec<i32> {
         .collect()
 }
 
+/// `mqadmin wipeWritePerm -b broker-a` signed as account `ops` with `secret`.
+fn wipe_signed(net: &Net, secret: &str) -> std::process::Output {
+    let args = ["wipeWritePerm", "-b", "broker-a", "--accessKey", "ops", "--secretKey", secret];
+    net.mqadmin().args(args).output().expect("runs")
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -44,36 +50,12 @@ fn write_permission_commands_need_admin_credentials_from_flags_environment_or_to
     );
     assert_eq!(perms(&net), [6, 6], "nothing applied");
 
-    let wrong = net
-        .mqadmin()
-        .args([
-            "wipeWritePerm",
-            "-b",
-            "broker-a",
-            "--accessKey",
-            "ops",
-            "--secretKey",
-            "ops-secret-0",
-        ])
-        .output()
-        .expect("runs");
+    let wrong = wipe_signed(&net, "ops-secret-0");
     assert_eq!(wrong.status.code(), Some(1));
     assert!(stderr(&wrong).contains("signature mismatch"), "{}", stderr(&wrong));
     assert_eq!(perms(&net), [6, 6], "nothing applied");
 
-    let flags = net
-        .mqadmin()
-        .args([
-            "wipeWritePerm",
-            "-b",
-            "broker-a",
-            "--accessKey",
-            "ops",
-            "--secretKey",
-            "ops-secret-9",
-        ])
-        .output()
-        .expect("runs");
+    let flags = wipe_signed(&net, "ops-secret-9");
     assert_eq!(flags.status.code(), Some(0), "{}", stderr(&flags));
     assert_eq!(stdout(&flags).matches(" OK, 2").count(), 2, "{}", stdout(&flags));
     assert_eq!(perms(&net), [4, 4]);
