@@ -20,6 +20,11 @@ use crate::state::State;
 /// ordinary request split across two reads never does.
 const FREE_BYTES: usize = 16 * 1024;
 
+/// A partial frame holding more than this is large: large frames together may hold at most
+/// three quarters of the budget, so that a stall of large frames (an attack, or a burst of huge
+/// registrations) always leaves room for ordinary requests and broker registrations.
+const LARGE_BYTES: u64 = 1 << 20;
+
 /// Why a connection's input was refused (the connection is closed, nothing is answered).
 #[derive(Debug, thiserror::Error)]
 pub enum ServerFrameError {
@@ -89,9 +94,46 @@ impl Decoder for ServerCodec {
             return Ok(decoded);
         }
         self.started.get_or_insert_with(Instant::now);
+        self.reserve_large_frame(src)?;
         let holding = if src.capacity() > FREE_BYTES { src.capacity() as u64 } else { 0 };
-        let limit = u64::try_from(self.state.config.load().server_max_pending_frame_bytes)
-            .unwrap_or(u64::MAX);
+        self.hold(holding)?;
+        Ok(None)
+    }
+}
+
+impl ServerCodec {
+    /// Once more than [`FREE_BYTES`] of a frame that does not fit the buffer have arrived, makes
+    /// room for the whole frame in one allocation, taken from the budget first. Growing by
+    /// doubling instead copies a 16 MB frame some ten times and leaves each smaller step to the
+    /// allocator, which may keep it resident: 16 connections stalled at 8 of 16 MB grew the
+    /// process by twice the budget.
+    fn reserve_large_frame(&mut self, src: &mut BytesMut) -> Result<(), ServerFrameError> {
+        // The inner codec has read the length prefix; `src` holds the payload so far.
+        let Some(payload) = self.inner.pending_len() else {
+            return Ok(());
+        };
+        if src.len() <= FREE_BYTES || payload <= src.capacity() {
+            return Ok(());
+        }
+        self.hold(payload as u64)?;
+        // Exactly this size (`reserve` may double the capacity instead).
+        let mut room = BytesMut::with_capacity(payload);
+        room.extend_from_slice(src);
+        *src = room;
+        Ok(())
+    }
+
+    /// Holds `holding` bytes of the budget for this connection's partial frame, or refuses.
+    fn hold(&mut self, holding: u64) -> Result<(), ServerFrameError> {
+        let config = self.state.config.load();
+        let budget = u64::try_from(config.server_max_pending_frame_bytes).unwrap_or(u64::MAX);
+        let limit = if holding > LARGE_BYTES {
+            // Still room for one longest frame when the budget is set that low.
+            let longest = u64::try_from(config.frame_max_length).unwrap_or(0).min(budget);
+            (budget - budget / 4).max(longest)
+        } else {
+            budget
+        };
         if !self.held.set(holding, limit) {
             self.state.limits.triggered(
                 Cap::PendingFrameBytes,
@@ -104,7 +146,7 @@ impl Decoder for ServerCodec {
             );
             return Err(ServerFrameError::PendingBytes { held: holding, limit });
         }
-        Ok(None)
+        Ok(())
     }
 }
 

@@ -284,7 +284,10 @@ conf::config_struct! {
     /// The most bytes all connections together hold for frames
     /// not yet complete (default 536870912, 512 MiB; at least `frameMaxLength`). A connection
     /// whose partial frame would take the total over it is closed (logged, counted in the
-    /// `pending_frame_bytes` cap metric). Takes effect at once.
+    /// `pending_frame_bytes` cap metric). A frame takes its whole length from it once more than
+    /// 16 KiB of it arrived (one allocation); frames over 1 MiB may take the total to three
+    /// quarters of this at most (or one `frameMaxLength`, if more), so stalled large frames
+    /// always leave room for ordinary requests and broker registrations. Takes effect at once.
     #[key(dynamic)]
     server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
     /// The most bytes of answers one connection may

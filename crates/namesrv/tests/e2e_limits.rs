@@ -124,6 +124,58 @@ fn big_frame(body_len: usize) -> bytes::Bytes {
 }
 
 #[tokio::test]
+async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way() {
+    const MIB: usize = 1 << 20;
+    let server = TestServer::start_with(|c| {
+        c.frame_max_length = 2 * MIB as i32;
+        c.server_max_pending_frame_bytes = 2 * MIB as i64;
+    })
+    .await;
+    let used = || server.state.limits.pending_frame_bytes.used() as usize;
+    // 100 KB of a 1.5 MB frame: its whole length is held (one allocation, no doubling steps).
+    let frame = big_frame(1_500_000);
+    let mut a = server.connect_raw().await;
+    a.write(&frame[..100_000]).await;
+    let payload = frame.len() - 4;
+    until("the whole frame to be held", || used() >= payload).await;
+    assert_eq!(used(), payload, "exactly the frame's payload held");
+    // A second one does not fit beside it: closed at once, before its bytes arrive.
+    let mut b = server.connect_raw().await;
+    b.try_write(&frame[..100_000]).await;
+    assert!(b.is_closed_by_server().await, "B passed the budget");
+    a.write(&frame[100_000..]).await;
+    assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
+    until("the budget to be given back", || used() == 0).await;
+}
+
+#[tokio::test]
+async fn large_partial_frames_leave_a_quarter_of_the_budget_to_ordinary_frames() {
+    const MIB: usize = 1 << 20;
+    let server = TestServer::start_with(|c| {
+        c.frame_max_length = 2 * MIB as i32;
+        c.server_max_pending_frame_bytes = 4 * MIB as i64;
+    })
+    .await;
+    let used = || server.state.limits.pending_frame_bytes.used() as usize;
+    // A holds a 1.9 MB frame, B would take the large frames to 3.8 MB of the 4 MiB: over the
+    // three quarters they may hold, so B is closed though the budget has room.
+    let big = big_frame(1_900_000);
+    let mut a = server.connect_raw().await;
+    a.write(&big[..100_000]).await;
+    until("A's frame to be held", || used() >= big.len() - 4).await;
+    let mut b = server.connect_raw().await;
+    b.try_write(&big[..100_000]).await;
+    assert!(b.is_closed_by_server().await, "B's large frame passed three quarters");
+    // An ordinary frame (under 1 MiB) still gets its room, and is answered.
+    let small = big_frame(900_000);
+    let mut c = server.connect_raw().await;
+    c.write(&small).await;
+    assert_eq!(common::decode(&c.read_frame().await.expect("C answered")).code, 17);
+    a.write(&big[100_000..]).await;
+    assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
+}
+
+#[tokio::test]
 async fn partial_frames_share_one_budget_and_the_connection_passing_it_is_closed() {
     const MIB: usize = 1 << 20;
     let server = TestServer::start_with(|c| {

@@ -206,6 +206,14 @@ pub fn encode_to_bytes(cmd: &RemotingCommand) -> Result<Bytes, FrameError> {
     Ok(buf.freeze())
 }
 
+impl RemotingCodec {
+    /// The payload length of the frame being received (its prefix read, its payload not yet
+    /// complete), `None` between frames.
+    pub fn pending_len(&self) -> Option<usize> {
+        self.pending
+    }
+}
+
 impl Decoder for RemotingCodec {
     type Item = RemotingCommand;
     type Error = FrameError;
