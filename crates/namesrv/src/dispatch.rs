@@ -45,11 +45,7 @@ pub fn admit(
     if request.is_response() {
         return Ok(Who::Anonymous);
     }
-    let caller = Caller {
-        peer: conn.peer,
-        certificate_cn: conn.certificate_cn.as_deref(),
-        verified: Some(&conn.verified),
-    };
+    let caller = Caller { peer: conn.peer, certificate_cn: conn.certificate_cn.as_deref() };
     Ok(gate.check(caller, request, tokio::time::Instant::now)?)
 }
 

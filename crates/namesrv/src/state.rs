@@ -33,14 +33,12 @@ pub struct ConnCtx {
     /// The subject CN of the client's TLS certificate, when it presented one that was verified
     /// against `tls.server.trustCertPath` (an identity for access control).
     pub certificate_cn: Option<Arc<str>>,
-    /// Signatures this connection has had verified (access control).
-    pub verified: Arc<std::sync::Mutex<crate::auth::VerifiedSignatures>>,
 }
 
 impl ConnCtx {
     /// A plain connection (no client certificate).
     pub fn new(id: ConnId, peer: SocketAddr, close: Arc<tokio::sync::Notify>) -> Self {
-        ConnCtx { id, peer, close, certificate_cn: None, verified: Arc::default() }
+        ConnCtx { id, peer, close, certificate_cn: None }
     }
 }
 

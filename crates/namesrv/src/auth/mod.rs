@@ -18,7 +18,6 @@ pub mod audit;
 mod failures;
 pub mod policy;
 mod reload;
-mod verified;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -36,7 +35,6 @@ pub use audit::{Accepted, Counters, Reason, Who};
 pub use failures::{Failures, Recorded, LIMIT as FAILURE_LIMIT, WINDOW as FAILURE_WINDOW};
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};
-pub use verified::VerifiedSignatures;
 
 use crate::config::{AuthMode, Config};
 
@@ -102,8 +100,6 @@ pub struct Caller<'a> {
     /// The subject CN of the client certificate, when one was presented and verified against
     /// `tls.server.trustCertPath`.
     pub certificate_cn: Option<&'a str>,
-    /// The signatures this connection has had verified (none: check every signature).
-    pub verified: Option<&'a std::sync::Mutex<VerifiedSignatures>>,
 }
 
 /// The access-control gate: mode, the current accounts, failure windows and counters.
@@ -252,14 +248,7 @@ impl Auth {
         let (account, how) = if let Some(access_key) = request.ext(ACCESS_KEY) {
             // Java: an AccessKey field means "signed" (DefaultAuthenticationContextBuilder).
             let account = accounts.by_access_key(access_key).ok_or(Refusal::UnknownAccessKey)?;
-            let verified = match (account.key(), caller.verified) {
-                (Some(key), Some(seen)) => seen
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .verify(account, key, request),
-                (Some(key), None) => signature::verify(key, request),
-                (None, _) => false,
-            };
+            let verified = account.key().is_some_and(|key| signature::verify(key, request));
             if !verified {
                 return Err(Refusal::BadSignature);
             }

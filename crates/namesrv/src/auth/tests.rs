@@ -21,7 +21,7 @@ fn gate(mode: AuthMode) -> Auth {
 }
 
 fn caller(peer: &str) -> Caller<'static> {
-    Caller { peer: peer.parse().expect("addr"), certificate_cn: None, verified: None }
+    Caller { peer: peer.parse().expect("addr"), certificate_cn: None }
 }
 
 fn request(code: C) -> RemotingCommand {
