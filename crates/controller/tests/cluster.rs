@@ -46,7 +46,7 @@ async fn three_brokers(g: &Group, client: &client::Client) -> Vec<Broker> {
 
 /// Keeps `brokers` heartbeating every node, asking for `timeout_ms` of liveness each time
 /// ([`NEVER_EXPIRES_MS`] unless the test wants a broker to expire once it stops).
-fn heartbeat_all(
+async fn heartbeat_all(
     g: &Group,
     brokers: &[Broker],
     timeout_ms: i64,
@@ -56,6 +56,7 @@ fn heartbeat_all(
         brokers.iter().map(|b| (b.name.clone(), b.addr.clone(), b.id)).collect(),
         timeout_ms,
     )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +65,7 @@ async fn leader_failover_keeps_every_committed_event() {
     let client = client(&g.addrs);
     let leader = g.wait_leader(&[]).await;
     let brokers = three_brokers(&g, &client).await;
-    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS);
+    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS).await;
     let elected = brokers[0].elect(&g, &client).await;
     assert_eq!(elected.code, success(), "{:?}", elected.remark);
     let altered = alter(&g, &client, GROUP_A, 1, 1, &[1, 2, 3], 1).await;
@@ -109,7 +110,7 @@ async fn an_isolated_leader_cannot_commit_and_stops_leading() {
     let mut g = Group::start(3).await;
     let client = client(&g.addrs);
     let brokers = three_brokers(&g, &client).await;
-    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS);
+    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS).await;
     assert_eq!(brokers[0].elect(&g, &client).await.code, success());
     assert_eq!(alter(&g, &client, GROUP_A, 1, 1, &[1, 2, 3], 1).await.code, success());
     let old = g.wait_leader(&[]).await;
@@ -164,7 +165,7 @@ async fn every_node_restarted_from_disk_comes_back_with_the_same_state() {
     for port in [40911, 40921] {
         brokers.push(Broker::register(&g, &client, "broker-b", &format!("127.0.0.1:{port}")).await);
     }
-    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS);
+    let beats = heartbeat_all(&g, &brokers, NEVER_EXPIRES_MS).await;
     assert_eq!(brokers[0].elect(&g, &client).await.code, success());
     assert_eq!(brokers[4].elect(&g, &client).await.code, success());
     assert_eq!(alter(&g, &client, GROUP_A, 1, 1, &[1, 3], 1).await.code, success());
@@ -229,8 +230,8 @@ async fn the_leader_elects_and_announces_a_new_master_when_the_master_stops_hear
         brokers.push(Broker::register(&g, &client, GROUP_A, &addr).await);
         sinks.push(rx);
     }
-    let master_beats = heartbeat_all(&g, &brokers[..1], 3000);
-    let slave_beats = heartbeat_all(&g, &brokers[1..], NEVER_EXPIRES_MS);
+    let master_beats = heartbeat_all(&g, &brokers[..1], 3000).await;
+    let slave_beats = heartbeat_all(&g, &brokers[1..], NEVER_EXPIRES_MS).await;
     assert_eq!(brokers[0].elect(&g, &client).await.code, success());
     assert_eq!(alter(&g, &client, GROUP_A, 1, 1, &[1, 2, 3], 1).await.code, success());
 

@@ -247,7 +247,8 @@ async fn three_controller_processes_survive_kill_freeze_and_restart() {
         p.addrs.clone(),
         (1..=3).map(|id| (GROUP_A.to_owned(), format!("127.0.0.1:309{id}1"), id)).collect(),
         common::NEVER_EXPIRES_MS,
-    );
+    )
+    .await;
     assert_eq!(p.to_leader(&admin, &all, elect(1, false)).await.code, 0);
     let set =
         SyncStateSet { sync_state_set: [1, 2, 3].into_iter().collect(), sync_state_set_epoch: 1 };

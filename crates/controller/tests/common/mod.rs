@@ -95,10 +95,22 @@ impl Group {
     }
 
     async fn launch(&self, i: usize, listener: TcpListener) -> Running {
-        let node =
-            Node::start(Arc::new(SharedConfig::new(self.config(i))), Some(self.cuts.clone()))
-                .await
-                .expect("node starts");
+        // A restarted node's store may still be open for a moment: the stopped node's last Raft
+        // tasks let go of it after the node itself (slower on a loaded machine).
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        let node = loop {
+            let config = Arc::new(SharedConfig::new(self.config(i)));
+            match Node::start(config, Some(self.cuts.clone())).await {
+                Ok(node) => break node,
+                Err(e)
+                    if format!("{e:?}").contains("DatabaseAlreadyOpen")
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("node starts: {e:?}"),
+            }
+        };
         let stop = CancellationToken::new();
         let token = stop.clone();
         let served_node = node.clone();
@@ -341,7 +353,7 @@ pub const NEVER_EXPIRES_MS: i64 = 600_000;
 /// Keeps `brokers` heartbeating every node in `addrs`, each on its own connections like real
 /// brokers, until the returned token is cancelled; each heartbeat asks for `timeout_ms` of
 /// liveness.
-pub fn keep_heartbeating(
+pub async fn keep_heartbeating(
     addrs: Vec<String>,
     brokers: Vec<(String, String, i64)>,
     timeout_ms: i64,
@@ -349,17 +361,25 @@ pub fn keep_heartbeating(
     let stop = CancellationToken::new();
     let token = stop.clone();
     let clients: Vec<Client> = brokers.iter().map(|_| client(&addrs)).collect();
+    // The first round before returning: every broker is alive on every node when the caller
+    // goes on (an election or a sync-state change right after would otherwise race it).
+    for ((name, addr, id), client) in brokers.iter().zip(&clients) {
+        let b = Broker { name: name.clone(), addr: addr.clone(), id: *id };
+        for node in &addrs {
+            b.heartbeat(client, node, timeout_ms).await;
+        }
+    }
     tokio::spawn(async move {
         loop {
+            tokio::select! {
+                () = token.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
             for ((name, addr, id), client) in brokers.iter().zip(&clients) {
                 let b = Broker { name: name.clone(), addr: addr.clone(), id: *id };
                 for node in &addrs {
                     b.heartbeat(client, node, timeout_ms).await;
                 }
-            }
-            tokio::select! {
-                () = token.cancelled() => return,
-                () = tokio::time::sleep(Duration::from_millis(200)) => {}
             }
         }
     });
