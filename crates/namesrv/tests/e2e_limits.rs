@@ -123,14 +123,20 @@ fn big_frame(body_len: usize) -> bytes::Bytes {
     .expect("encode")
 }
 
+const MIB: usize = 1 << 20;
+
+/// A server with this `frameMaxLength` and `serverMaxPendingFrameBytes`.
+async fn with_budget(frame_max: usize, budget: usize) -> TestServer {
+    TestServer::start_with(|c| {
+        c.frame_max_length = frame_max as i32;
+        c.server_max_pending_frame_bytes = budget as i64;
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way() {
-    const MIB: usize = 1 << 20;
-    let server = TestServer::start_with(|c| {
-        c.frame_max_length = 2 * MIB as i32;
-        c.server_max_pending_frame_bytes = 2 * MIB as i64;
-    })
-    .await;
+    let server = with_budget(2 * MIB, 2 * MIB).await;
     let used = || server.state.limits.pending_frame_bytes.used() as usize;
     // 100 KB of a 1.5 MB frame: its whole length is held (one allocation, no doubling steps).
     let frame = big_frame(1_500_000);
@@ -150,12 +156,7 @@ async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way
 
 #[tokio::test]
 async fn large_partial_frames_leave_a_quarter_of_the_budget_to_ordinary_frames() {
-    const MIB: usize = 1 << 20;
-    let server = TestServer::start_with(|c| {
-        c.frame_max_length = 2 * MIB as i32;
-        c.server_max_pending_frame_bytes = 4 * MIB as i64;
-    })
-    .await;
+    let server = with_budget(2 * MIB, 4 * MIB).await;
     let used = || server.state.limits.pending_frame_bytes.used() as usize;
     // A holds a 1.9 MB frame, B would take the large frames to 3.8 MB of the 4 MiB: over the
     // three quarters they may hold, so B is closed though the budget has room.
@@ -177,12 +178,7 @@ async fn large_partial_frames_leave_a_quarter_of_the_budget_to_ordinary_frames()
 
 #[tokio::test]
 async fn partial_frames_share_one_budget_and_the_connection_passing_it_is_closed() {
-    const MIB: usize = 1 << 20;
-    let server = TestServer::start_with(|c| {
-        c.frame_max_length = MIB as i32;
-        c.server_max_pending_frame_bytes = MIB as i64;
-    })
-    .await;
+    let server = with_budget(MIB, MIB).await;
     let used = || server.state.limits.pending_frame_bytes.used() as usize;
 
     // A holds 400 KB of an 800 KB frame (its buffer: at most twice that).
