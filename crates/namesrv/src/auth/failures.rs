@@ -1,12 +1,19 @@
 //! Failed authentications per client address: after [`LIMIT`] failures within [`WINDOW`] an
 //! address is refused without any check until its window ends (guessing secrets or probing
 //! access keys gets ten tries a minute). Time is a parameter.
+//!
+//! Every authenticated request asks [`Failures::is_blocked`], so that question takes no lock: the
+//! blocked addresses are published as an immutable set, rebuilt under the lock only when an
+//! address becomes blocked or a blocked one is forgotten. One failed request (a health probe
+//! that does not sign) therefore costs the other requests nothing.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -36,28 +43,51 @@ pub enum Recorded {
 #[derive(Debug, Default)]
 pub struct Failures {
     windows: Mutex<HashMap<IpAddr, Window>>,
-    /// Entries in `windows`, so the common case (no failure anywhere) takes no lock.
+    /// Entries in `windows`.
     len: AtomicUsize,
+    /// The blocked addresses and the end of their block (a subset of `windows`, republished
+    /// under its lock), read without a lock.
+    blocked: ArcSwap<HashMap<IpAddr, Instant>>,
+    /// Entries in `blocked`, so the common case (nobody blocked) reads one atomic.
+    blocked_len: AtomicUsize,
 }
 
 impl Failures {
-    /// Whether `ip` is blocked at `now`.
+    /// Whether some address is (or was until lately) blocked: when not, [`Self::is_blocked`]
+    /// is false for every address and the caller need not read the clock.
+    #[inline]
+    pub fn any_blocked(&self) -> bool {
+        self.blocked_len.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether `ip` is blocked at `now` (no lock).
     pub fn is_blocked(&self, ip: IpAddr, now: Instant) -> bool {
-        if self.len.load(Ordering::Relaxed) == 0 {
-            return false;
-        }
-        self.windows.lock().get(&ip).is_some_and(|w| w.failures >= LIMIT && now < w.start + WINDOW)
+        self.any_blocked() && self.blocked.load().get(&ip).is_some_and(|until| now < *until)
+    }
+
+    /// Republishes the blocked subset of `windows` (called under its lock, only when that
+    /// subset may have changed).
+    fn publish_blocked(&self, windows: &HashMap<IpAddr, Window>, now: Instant) {
+        let blocked: HashMap<IpAddr, Instant> = windows
+            .iter()
+            .filter(|(_, w)| w.failures >= LIMIT && now < w.start + WINDOW)
+            .map(|(ip, w)| (*ip, w.start + WINDOW))
+            .collect();
+        self.blocked_len.store(blocked.len(), Ordering::Relaxed);
+        self.blocked.store(Arc::new(blocked));
     }
 
     /// Counts a failure of `ip` at `now`.
     pub fn record(&self, ip: IpAddr, now: Instant) -> Recorded {
         let mut windows = self.windows.lock();
+        // Whether a blocked address was forgotten here (the published set must follow).
+        let mut forgot_blocked = false;
         if windows.len() >= CAPACITY && !windows.contains_key(&ip) {
             windows.retain(|_, w| now < w.start + WINDOW);
             if windows.len() >= CAPACITY {
                 let oldest = windows.iter().min_by_key(|(_, w)| w.start).map(|(ip, _)| *ip);
                 if let Some(oldest) = oldest {
-                    windows.remove(&oldest);
+                    forgot_blocked |= windows.remove(&oldest).is_some_and(|w| w.failures >= LIMIT);
                 }
             }
         }
@@ -71,6 +101,9 @@ impl Failures {
         } else {
             Recorded::Counted { failures: window.failures }
         };
+        if forgot_blocked || matches!(recorded, Recorded::Blocked { .. }) {
+            self.publish_blocked(&windows, now);
+        }
         self.len.store(windows.len(), Ordering::Relaxed);
         recorded
     }
@@ -82,6 +115,9 @@ impl Failures {
         }
         let mut windows = self.windows.lock();
         windows.retain(|_, w| now < w.start + WINDOW);
+        if self.any_blocked() {
+            self.publish_blocked(&windows, now);
+        }
         self.len.store(windows.len(), Ordering::Relaxed);
     }
 
@@ -117,6 +153,37 @@ mod tests {
         assert!(!failures.is_blocked(ip(2), start), "other addresses are not affected");
         assert!(!failures.is_blocked(ip(1), start + WINDOW));
         assert_eq!(failures.record(ip(1), start + WINDOW), Recorded::Counted { failures: 1 });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_blocked_address_makes_callers_read_the_clock() {
+        let failures = Failures::default();
+        let start = Instant::now();
+        failures.record(ip(1), start);
+        assert!(!failures.any_blocked(), "one failure blocks nobody: the fast path stays open");
+        for _ in 0..LIMIT {
+            failures.record(ip(2), start);
+        }
+        assert!(failures.any_blocked());
+        assert!(failures.is_blocked(ip(2), start) && !failures.is_blocked(ip(1), start));
+        failures.prune(start + WINDOW);
+        assert!(!failures.any_blocked(), "the ended block is forgotten");
+        assert!(!failures.is_blocked(ip(2), start + WINDOW));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_blocked_address_forgotten_for_room_is_no_longer_blocked() {
+        let failures = Failures::default();
+        let start = Instant::now();
+        for _ in 0..LIMIT {
+            failures.record(ip(1), start);
+        }
+        for n in 0..CAPACITY as u32 {
+            let addr = IpAddr::from(((n + 1) << 8).to_be_bytes());
+            failures.record(addr, start + Duration::from_millis(1));
+        }
+        assert!(!failures.is_blocked(ip(1), start + Duration::from_millis(2)));
+        assert!(!failures.any_blocked());
     }
 
     #[tokio::test(start_paused = true)]

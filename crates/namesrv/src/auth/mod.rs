@@ -180,7 +180,8 @@ impl Auth {
 
     /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
     /// its identity is not kept). Counts and logs a refusal, and counts it against the caller's
-    /// address. `now` reads the failure-window clock (only when some address has failed).
+    /// address. `now` reads the failure-window clock (only when some address is blocked or
+    /// a request is refused).
     pub fn check(
         &self,
         caller: Caller<'_>,
@@ -194,7 +195,7 @@ impl Auth {
             return Ok(Who::Anonymous);
         }
         let ip = caller.peer.ip().to_canonical();
-        if !self.failures.is_empty() && self.failures.is_blocked(ip, now()) {
+        if self.failures.any_blocked() && self.failures.is_blocked(ip, now()) {
             let refusal = Refusal::RateLimited { ip };
             self.counters.refused(refusal.reason());
             debug!(target: audit::TARGET, peer = %caller.peer, code = request.code, "refused: address blocked after repeated failures");
