@@ -187,16 +187,29 @@ pub fn verify(key: &SigningKey, request: &RemotingCommand) -> bool {
     let mut mac = key.mac();
     let kept = fields.iter().filter(|(k, _)| !server_skips(k, request.version));
     for_each_content_part(kept, request.body_bytes(), |part| mac.update(part));
-    let mut expected = [0u8; SIGNATURE_LEN];
+    let mut expected = [0u8; SIGNATURE_WORDS * 8];
     let written = base64::engine::general_purpose::STANDARD
         .encode_slice(mac.finalize().into_bytes(), &mut expected)
         .unwrap_or(0);
     match given {
-        Some(given) if written == SIGNATURE_LEN => {
-            bool::from(given.as_bytes().ct_eq(&expected[..]))
+        Some(given) if written == SIGNATURE_LEN && given.len() == SIGNATURE_LEN => {
+            let mut given_words = [0u8; SIGNATURE_WORDS * 8];
+            given_words[..SIGNATURE_LEN].copy_from_slice(given.as_bytes());
+            bool::from(words(&expected).ct_eq(&words(&given_words)))
         }
         _ => false,
     }
+}
+
+/// 8-byte words covering a signature (the constant-time comparison then takes 4 steps, not 28).
+const SIGNATURE_WORDS: usize = SIGNATURE_LEN.div_ceil(8);
+
+fn words(bytes: &[u8; SIGNATURE_WORDS * 8]) -> [u64; SIGNATURE_WORDS] {
+    std::array::from_fn(|i| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(word)
+    })
 }
 
 #[cfg(test)]
