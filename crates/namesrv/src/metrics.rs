@@ -27,8 +27,8 @@ mod striped;
 
 pub use process::{ProcessCollector, ProcessStats};
 pub use requests::{
-    Bucket, RequestDurations, RequestResult, RequestSnapshot, RequestStats, RequestTotal,
-    REQUEST_BUCKETS,
+    Bucket, PendingRequests, RequestDurations, RequestResult, RequestSnapshot, RequestStats,
+    RequestTotal, REQUEST_BUCKETS,
 };
 pub use striped::{DurationHistogram, Striped};
 

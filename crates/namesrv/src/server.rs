@@ -24,7 +24,7 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::listen::Listeners;
-use crate::metrics::RequestResult;
+use crate::metrics::{PendingRequests, RequestResult};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
 use crate::transport::Counted;
@@ -215,11 +215,16 @@ pub async fn serve_connection<S>(
     // the batch ended (one clock read per request), or when it is taken up after a wait.
     let timing = state.metrics.enabled();
     let mut mark: Option<std::time::Instant> = None;
+    // This connection's recordings not yet added to the shared counters: applied before every
+    // flush, so no answer leaves before its request is counted.
+    let mut pending = PendingRequests::default();
+    let requests = &state.metrics.requests;
     loop {
         let next = match framed.next().now_or_never() {
             Some(item) => item,
             None => {
                 mark = None;
+                requests.apply(&mut pending);
                 if flush(&mut framed, state, ctx, &clock).await.is_err() {
                     writable = false;
                     break;
@@ -252,11 +257,12 @@ pub async fn serve_connection<S>(
                     framed.read_buffer_mut().reserve(READ_ROOM);
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
-                if framed.write_buffer().len() >= WRITE_BATCH
-                    && flush(&mut framed, state, ctx, &clock).await.is_err()
-                {
-                    writable = false;
-                    break;
+                if framed.write_buffer().len() >= WRITE_BATCH {
+                    requests.apply(&mut pending);
+                    if flush(&mut framed, state, ctx, &clock).await.is_err() {
+                        writable = false;
+                        break;
+                    }
                 }
                 // `None`: answered in place (GET_ROUTEINFO_BY_TOPIC, after access control).
                 let answer = if request.code == ROUTE_CODE {
@@ -294,7 +300,7 @@ pub async fn serve_connection<S>(
                 if let Some(started) = started {
                     if counted {
                         let now = std::time::Instant::now();
-                        state.metrics.requests.record(code, result, now - started);
+                        requests.record_pending(&mut pending, code, result, now - started);
                         mark = Some(now);
                     }
                 }
@@ -304,6 +310,7 @@ pub async fn serve_connection<S>(
             }
         }
     }
+    requests.apply(&mut pending);
     if writable {
         let _ = flush(&mut framed, state, ctx, &clock).await;
     }

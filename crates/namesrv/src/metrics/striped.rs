@@ -121,12 +121,31 @@ impl DurationHistogram {
     /// Records one duration.
     #[inline]
     pub fn observe(&self, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let ns = nanos(d);
         let inner = &*self.inner;
-        let bucket = inner.bounds_ns.iter().position(|&b| ns <= b).unwrap_or(inner.bounds_ns.len());
         let stripe = &inner.stripes[stripe(inner.stripes.len())];
-        stripe.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        stripe.buckets[self.bucket_of(ns)].fetch_add(1, Ordering::Relaxed);
         stripe.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The bucket a duration of `ns` nanoseconds falls in (the last one is +Inf).
+    #[inline]
+    pub fn bucket_of(&self, ns: u64) -> usize {
+        let bounds = &self.inner.bounds_ns;
+        bounds.iter().position(|&b| ns <= b).unwrap_or(bounds.len())
+    }
+
+    /// Records observations counted elsewhere: `counts[i]` in bucket i (see
+    /// [`Self::bucket_of`]), `sum_ns` in all; one `fetch_add` per bucket used.
+    pub fn observe_counts(&self, counts: &[u32; MAX_BOUNDS + 1], sum_ns: u64) {
+        let inner = &*self.inner;
+        let stripe = &inner.stripes[stripe(inner.stripes.len())];
+        for (bucket, &n) in stripe.buckets.iter().zip(counts) {
+            if n != 0 {
+                bucket.fetch_add(u64::from(n), Ordering::Relaxed);
+            }
+        }
+        stripe.sum_ns.fetch_add(sum_ns, Ordering::Relaxed);
     }
 
     /// (sum in seconds, count, cumulative (upper bound in seconds, count) per bucket incl. +Inf).
@@ -153,6 +172,12 @@ impl DurationHistogram {
             .collect();
         (sum_ns as f64 / 1e9, cumulative, buckets)
     }
+}
+
+/// A duration in nanoseconds (saturating).
+#[inline]
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl TypedMetric for DurationHistogram {
@@ -202,5 +227,20 @@ mod tests {
         assert_eq!(count, 4);
         assert_eq!(buckets, vec![(0.001, 2), (0.01, 3), (f64::INFINITY, 4)]);
         assert!((sum - 2.00601).abs() < 1e-9, "{sum}");
+    }
+
+    #[test]
+    fn counts_observed_elsewhere_add_up_like_single_observations() {
+        let one_by_one = DurationHistogram::new(&[0.001, 0.01]);
+        let counted = DurationHistogram::new(&[0.001, 0.01]);
+        let mut counts = [0u32; MAX_BOUNDS + 1];
+        let mut sum_ns = 0;
+        for d in [10, 1_000, 5_000, 2_000_000].map(Duration::from_micros) {
+            one_by_one.observe(d);
+            counts[counted.bucket_of(nanos(d))] += 1;
+            sum_ns += nanos(d);
+        }
+        counted.observe_counts(&counts, sum_ns);
+        assert_eq!(counted.snapshot(), one_by_one.snapshot());
     }
 }
