@@ -1,7 +1,8 @@
-//! The metrics overhead phase (issue #12): S1 against ours as run (metrics recorded) and against
-//! a second instance of the same binary with `metricsEnable=false`, populated alike, in
-//! alternating rounds (the order swapped every round), so the report can state S1 with metrics
-//! as a ratio of S1 without.
+//! The metrics overhead phase (issue #12): S1 against two fresh instances of ours, populated
+//! alike, one as configured by default (metrics recorded) and one with `metricsEnable=false`,
+//! in alternating rounds (the order swapped every round), so the report can state S1 with
+//! metrics as a ratio of S1 without. Both are fresh: the suite's own instance has been through
+//! S2's churn, which a fresh comparison instance has not.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,42 +30,74 @@ pub struct Phase<'a> {
 }
 
 impl Phase<'_> {
-    /// Runs `sizes.metrics_rounds` paired rounds against `ours_addr` and a metrics-off instance
-    /// of `ours` started under `workdir`.
+    /// Runs `sizes.metrics_rounds` paired rounds against two fresh instances of `ours` started
+    /// under `workdir`: one as configured by default (metrics recorded), one with
+    /// `metricsEnable=false`. Both fresh, so neither carries the earlier phases' churn.
     pub async fn run(
         &self,
         ours: &Spec,
-        ours_addr: &str,
         workdir: &Path,
         say: &dyn Fn(&str),
     ) -> anyhow::Result<MetricsOverhead> {
-        let spec = Spec { extra_config: vec!["metricsEnable=false".to_owned()], ..ours.clone() };
-        let mut server = Server::spawn(&spec, &workdir.join("ours-nometrics"))?;
-        server.wait_ready(Duration::from_secs(60)).await?;
-        let fleet = Fleet::new(&server.addr, self.topology, self.bodies, None)?;
-        let result = self.measure(&server, &fleet, ours_addr, say).await;
-        fleet.close().await;
-        server.stop();
+        let off_spec =
+            Spec { extra_config: vec!["metricsEnable=false".to_owned()], ..ours.clone() };
+        // A server dropped on an early return is killed (`Server`'s `Drop`).
+        let mut on = Server::spawn(ours, &workdir.join("ours-metrics-on"))?;
+        let mut off = Server::spawn(&off_spec, &workdir.join("ours-metrics-off"))?;
+        let result = self.with_servers(&mut on, &mut off, say).await;
+        on.stop();
+        off.stop();
+        result
+    }
+
+    async fn with_servers(
+        &self,
+        on: &mut Server,
+        off: &mut Server,
+        say: &dyn Fn(&str),
+    ) -> anyhow::Result<MetricsOverhead> {
+        on.wait_ready(Duration::from_secs(60)).await?;
+        off.wait_ready(Duration::from_secs(60)).await?;
+        let on_fleet = Fleet::new(&on.addr, self.topology, self.bodies, None)?;
+        let off_fleet = match Fleet::new(&off.addr, self.topology, self.bodies, None) {
+            Ok(fleet) => fleet,
+            Err(e) => {
+                on_fleet.close().await;
+                return Err(e);
+            }
+        };
+        let result = self.measure(on, off, [&on_fleet, &off_fleet], say).await;
+        on_fleet.close().await;
+        off_fleet.close().await;
         result
     }
 
     async fn measure(
         &self,
+        on: &Server,
         off: &Server,
-        fleet: &Fleet,
-        ours_addr: &str,
+        fleets: [&Fleet; 2],
         say: &dyn Fn(&str),
     ) -> anyhow::Result<MetricsOverhead> {
-        fleet.populate(4).await?;
         let (stop, stop_rx) = watch::channel(false);
-        drop(fleet.keep_alive(Duration::from_secs(30), stop_rx, self.measuring.subscribe()));
+        for fleet in fleets {
+            fleet.populate(4).await?;
+            drop(fleet.keep_alive(
+                Duration::from_secs(30),
+                stop_rx.clone(),
+                self.measuring.subscribe(),
+            ));
+        }
         let (sizes, seed) = (self.sizes, self.sizes.seed ^ 0x0B5);
-        read_phase(&off.addr, sizes.conns, self.topology, self.mode, self.prewarm, seed).await?;
+        for server in [on, off] {
+            read_phase(&server.addr, sizes.conns, self.topology, self.mode, self.prewarm, seed)
+                .await?;
+        }
         let mut pids = self.pids.to_vec();
-        pids.push(off.pid);
+        pids.extend([on.pid, off.pid]);
         let mut overhead = MetricsOverhead::default();
         for round in 0..sizes.metrics_rounds {
-            let mut order = [(ours_addr, true), (off.addr.as_str(), false)];
+            let mut order = [(on.addr.as_str(), true), (off.addr.as_str(), false)];
             if round % 2 == 1 {
                 order.reverse();
             }
@@ -89,7 +122,9 @@ impl Phase<'_> {
         }
         stop.send_replace(true);
         if let Some((ratio, on, off)) = overhead.ratio() {
-            say(&format!("S1 metrics on/off: {ratio:.3} ({on:.0} vs {off:.0} req/s)"));
+            say(&format!(
+                "S1 metrics on/off: {ratio:.3} (median of paired rounds; {on:.0} vs {off:.0} req/s)"
+            ));
         }
         Ok(overhead)
     }

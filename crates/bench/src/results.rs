@@ -74,7 +74,7 @@ impl Sizes {
             s5_measure_ms: 10_000,
             s6_starts: 5,
             rounds: 2,
-            metrics_rounds: 3,
+            metrics_rounds: 5,
             seed: 20_240_601,
             reader: "raw".to_owned(),
             quiet_cores: 0.2,
@@ -186,7 +186,7 @@ pub struct ServerReport {
 }
 
 /// S1 of ours with metrics recorded (the default) and with `metricsEnable=false`, measured in
-/// alternating rounds on two instances populated alike.
+/// alternating rounds on two fresh instances populated alike.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MetricsOverhead {
     pub on: Vec<Summary>,
@@ -194,15 +194,25 @@ pub struct MetricsOverhead {
 }
 
 impl MetricsOverhead {
-    /// Median S1 req/s with metrics on ÷ off.
+    /// The median over rounds of S1 req/s with metrics on ÷ off in the same round (a round's
+    /// two runs are back to back, so the machine's drift between rounds cancels out), with
+    /// the median on and off req/s.
     pub fn ratio(&self) -> Option<(f64, f64, f64)> {
-        let median = |v: &[Summary]| {
-            let mut q: Vec<f64> = v.iter().filter(|s| s.ok > 0).map(|s| s.qps).collect();
-            q.sort_by(f64::total_cmp);
-            (!q.is_empty()).then(|| q[q.len() / 2])
-        };
-        let (on, off) = (median(&self.on)?, median(&self.off)?);
-        (off > 0.0).then(|| (on / off, on, off))
+        fn median(mut v: Vec<f64>) -> Option<f64> {
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| v[v.len() / 2])
+        }
+        let ok = |s: &&Summary| s.ok > 0;
+        let ratios = self
+            .on
+            .iter()
+            .zip(&self.off)
+            .filter(|(on, off)| ok(on) && ok(off) && off.qps > 0.0)
+            .map(|(on, off)| on.qps / off.qps)
+            .collect();
+        let on = median(self.on.iter().filter(ok).map(|s| s.qps).collect())?;
+        let off = median(self.off.iter().filter(ok).map(|s| s.qps).collect())?;
+        Some((median(ratios)?, on, off))
     }
 }
 

@@ -313,7 +313,7 @@ pub async fn run(
                 pids: &pids,
                 measuring: &measuring,
             };
-            match phase.run(&live.spec, &live.server.addr, workdir, say).await {
+            match phase.run(&live.spec, workdir, say).await {
                 Ok(overhead) => live.report.metrics_overhead = Some(overhead),
                 Err(e) => live.fail("metrics overhead", &e),
             }
