@@ -247,6 +247,20 @@ impl Metrics {
         }
     }
 
+    /// Adds a connection's pending batch (requests and route-cache look-ups) to the shared
+    /// counters and empties it.
+    #[inline]
+    pub fn apply(&self, pending: &mut PendingRequests) {
+        self.requests.apply(pending);
+        let [misses, hits] = std::mem::take(&mut pending.route_cache);
+        if hits > 0 {
+            self.route_cache_hit.inc_by(hits);
+        }
+        if misses > 0 {
+            self.route_cache_miss.inc_by(misses);
+        }
+    }
+
     /// Counts a route body served from the cache (`hit`) or encoded for the request.
     #[inline]
     pub fn route_cache_lookup(&self, hit: bool) {

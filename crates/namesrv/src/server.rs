@@ -224,7 +224,7 @@ pub async fn serve_connection<S>(
             Some(item) => item,
             None => {
                 mark = None;
-                requests.apply(&mut pending);
+                state.metrics.apply(&mut pending);
                 if flush(&mut framed, state, ctx, &clock).await.is_err() {
                     writable = false;
                     break;
@@ -258,7 +258,7 @@ pub async fn serve_connection<S>(
                 }
                 let large = request.body_bytes().len() > READ_BUFFER_KEEP;
                 if framed.write_buffer().len() >= WRITE_BATCH {
-                    requests.apply(&mut pending);
+                    state.metrics.apply(&mut pending);
                     if flush(&mut framed, state, ctx, &clock).await.is_err() {
                         writable = false;
                         break;
@@ -268,10 +268,11 @@ pub async fn serve_connection<S>(
                 let answer = if request.code == ROUTE_CODE {
                     match dispatch::admit(state, ctx, &request) {
                         Ok(who) => {
-                            if crate::handler::route::write_route(
+                            if crate::handler::route::write_route_counted(
                                 state,
                                 &request,
                                 framed.write_buffer_mut(),
+                                |hit| pending.route_cache_lookup(timing, hit),
                             ) {
                                 None
                             } else {
@@ -310,7 +311,7 @@ pub async fn serve_connection<S>(
             }
         }
     }
-    requests.apply(&mut pending);
+    state.metrics.apply(&mut pending);
     if writable {
         let _ = flush(&mut framed, state, ctx, &clock).await;
     }

@@ -108,6 +108,51 @@ async fn the_scrape_follows_registrations_and_expiry() {
     assert_eq!(expired[0]["detail"], "reason heartbeat_timeout");
 }
 
+/// A connection sums its requests locally and adds them before writing the answers out: a
+/// pipelined batch (one write of many requests, a miss, hits and unknown topics mixed) is
+/// counted exactly, request by request, as soon as its answers have arrived.
+#[tokio::test]
+async fn a_pipelined_batch_is_counted_exactly_once_its_answers_arrive() {
+    let server = TestServer::start_with_http(|_| {}).await;
+    // Two topics: a first registration with one is refused (Java's single-topic guard).
+    let mut conn = server.connect().await;
+    assert_eq!(
+        conn.register(&broker("broker-a", "10.0.0.1:10911", 3_600_000), &["T1", "T2"]).await.code,
+        0
+    );
+    let mut raw = server.connect_raw().await;
+    let topics = ["T1", "T1", "nope", "T1", "T1", "nope", "T1"];
+    let mut batch = Vec::new();
+    for (i, topic) in topics.iter().enumerate() {
+        let mut read = request(RequestCode::GetRouteinfoByTopic, &[("topic", topic)], None);
+        read.opaque = i as i32 + 1;
+        batch.extend_from_slice(&remoting::frame::encode_to_bytes(&read).expect("encode"));
+    }
+    raw.write(&batch).await;
+    for _ in &topics {
+        raw.read_frame().await.expect("an answer");
+    }
+
+    let s = scrape(&server).await;
+    let requests = |code: &str, result: &str| {
+        s.value("rocketmq_namesrv_requests_total", &[("code", code), ("result", result)])
+    };
+    assert_eq!(requests("105", "SUCCESS"), Some(5.0));
+    assert_eq!(requests("105", "TOPIC_NOT_EXIST"), Some(2.0));
+    assert_eq!(
+        s.value(
+            "rocketmq_namesrv_request_duration_seconds_count",
+            &[("request", "GET_ROUTEINFO_BY_TOPIC")]
+        ),
+        Some(7.0)
+    );
+    let lookups = |result: &str| {
+        s.value("rocketmq_namesrv_route_cache_lookups_total", &[("result", result)]).unwrap_or(0.0)
+    };
+    assert_eq!(lookups("hit") + lookups("miss"), 5.0, "one look-up per route served");
+    assert!(lookups("hit") >= 4.0, "the body encoded once is served from the cache after");
+}
+
 #[tokio::test]
 async fn openmetrics_is_served_when_asked_for() {
     let server = TestServer::start_with_http(|_| {}).await;

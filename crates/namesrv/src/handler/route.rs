@@ -64,6 +64,18 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
 /// and returns `true`. Otherwise (including "no route") `false` and `out` is untouched: the
 /// request goes to [`get_route`]. The bytes equal what `dispatch` would write.
 pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut) -> bool {
+    write_route_counted(state, request, out, |hit| state.metrics.route_cache_lookup(hit))
+}
+
+/// [`write_route`], handing whether the body came from the cache to `count` (a connection
+/// counts it in its pending batch) instead of the shared counters.
+#[inline]
+pub fn write_route_counted(
+    state: &State,
+    request: &RemotingCommand,
+    out: &mut BytesMut,
+    count: impl FnOnce(bool),
+) -> bool {
     if request.is_response()
         || request.is_oneway()
         || (state.is_shutting_down() && request.version > version::V5_3_1)
@@ -83,7 +95,7 @@ pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut)
         let Some(body) = body else {
             return false;
         };
-        state.metrics.route_cache_lookup(cached);
+        count(cached);
         let mut response = success().respond_to(request);
         response.serialize_type = state.serialize_type();
         remoting::frame::encode_with_body(&response, body, out).is_ok()

@@ -104,6 +104,18 @@ pub struct PendingRequests {
     count: u64,
     sum_ns: u64,
     buckets: [u32; MAX_BOUNDS + 1],
+    /// Route bodies served from the cache / encoded, since the last apply.
+    pub(super) route_cache: [u64; 2],
+}
+
+impl PendingRequests {
+    /// Counts a route body served from the cache (`hit`) or encoded, when metrics are on.
+    #[inline]
+    pub fn route_cache_lookup(&mut self, enabled: bool, hit: bool) {
+        if enabled {
+            self.route_cache[usize::from(hit)] += 1;
+        }
+    }
 }
 
 /// How a request ended, for the `result` label.
@@ -193,7 +205,9 @@ impl RequestStats {
         };
         self.total(slot, result).inc_by(pending.count);
         self.duration(slot).observe_counts(&pending.buckets, pending.sum_ns);
-        *pending = PendingRequests::default();
+        pending.count = 0;
+        pending.sum_ns = 0;
+        pending.buckets = [0; MAX_BOUNDS + 1];
     }
 
     /// The counter of (request slot, result slot), created on first use.
