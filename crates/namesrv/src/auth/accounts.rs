@@ -79,7 +79,9 @@ impl Account {
 /// Every account of a loaded file, by access key and by certificate CN.
 #[derive(Debug, Default)]
 pub struct Accounts {
-    by_key: HashMap<Arc<str>, Arc<Account>>,
+    /// Looked up on every signed request: foldhash, seeded per process (the keys come from the
+    /// file, so a client can probe the table but never grow it).
+    by_key: HashMap<Arc<str>, Arc<Account>, foldhash::fast::RandomState>,
     by_cn: HashMap<String, Arc<Account>>,
     global_white: Vec<AddrPattern>,
 }
