@@ -25,6 +25,35 @@ pub const REQUEST_BUCKETS: [f64; 18] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
 
+/// [`REQUEST_BUCKETS`] in nanoseconds (the bounds every `request_duration_seconds` histogram
+/// is made with), for choosing a bucket without reaching the histogram.
+const REQUEST_BOUNDS_NS: [u64; REQUEST_BUCKETS.len()] = [
+    5_000,
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+];
+
+/// The `request_duration_seconds` bucket of a duration of `ns` nanoseconds.
+#[inline]
+fn request_bucket(ns: u64) -> usize {
+    REQUEST_BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(REQUEST_BOUNDS_NS.len())
+}
+
 /// Codes below this are looked up in a dense table; others are "other".
 const DENSE_CODES: usize = 1024;
 
@@ -99,11 +128,14 @@ pub struct Bucket {
 /// instead of three per request.
 #[derive(Debug, Default)]
 pub struct PendingRequests {
-    /// (request slot, result slot) of the run; `None` when empty.
-    key: Option<(usize, usize)>,
+    /// The run's request code and result as recorded, then as (request slot, result slot);
+    /// `None` when empty. A request like the previous one is compared, not looked up.
+    key: Option<((i32, RequestResult), (usize, usize))>,
     count: u64,
     sum_ns: u64,
     buckets: [u32; MAX_BOUNDS + 1],
+    /// Bit i set when `buckets[i]` is not zero (so applying touches only those).
+    used: u32,
     /// Route bodies served from the cache / encoded, since the last apply.
     pub(super) route_cache: [u64; 2],
 }
@@ -185,29 +217,35 @@ impl RequestStats {
         result: RequestResult,
         elapsed: Duration,
     ) {
-        let key = (request_slot(code), result_slot(result));
-        if pending.key != Some(key) {
+        if pending.key.is_none_or(|(raw, _)| raw != (code, result)) {
             self.apply(pending);
-            pending.key = Some(key);
+            pending.key = Some(((code, result), (request_slot(code), result_slot(result))));
         }
         let ns = nanos(elapsed);
+        let bucket = request_bucket(ns);
         pending.count += 1;
         pending.sum_ns = pending.sum_ns.saturating_add(ns);
-        pending.buckets[self.duration(key.0).bucket_of(ns)] += 1;
+        pending.buckets[bucket] += 1;
+        pending.used |= 1 << bucket;
     }
 
     /// Adds `pending`'s requests to the shared counters and empties it. A connection applies
     /// its batch before writing the answers out, so a client never reads an answer whose
     /// request is not counted yet.
     pub fn apply(&self, pending: &mut PendingRequests) {
-        let Some((slot, result)) = pending.key.take() else {
+        let Some((_, (slot, result))) = pending.key.take() else {
             return;
         };
         self.total(slot, result).inc_by(pending.count);
-        self.duration(slot).observe_counts(&pending.buckets, pending.sum_ns);
+        self.duration(slot).observe_counts(&pending.buckets, pending.used, pending.sum_ns);
+        let mut used = pending.used;
+        while used != 0 {
+            pending.buckets[used.trailing_zeros() as usize] = 0;
+            used &= used - 1;
+        }
+        pending.used = 0;
         pending.count = 0;
         pending.sum_ns = 0;
-        pending.buckets = [0; MAX_BOUNDS + 1];
     }
 
     /// The counter of (request slot, result slot), created on first use.
@@ -316,6 +354,17 @@ mod tests {
         assert_eq!(RESULTS[result_slot(RequestResult::Answered(1500))], "GO_AWAY");
         assert_eq!(RESULTS[result_slot(RequestResult::Answered(12345))], "OTHER");
         assert_eq!(RESULTS[result_slot(RequestResult::Oneway)], "ONEWAY");
+    }
+
+    #[test]
+    fn the_pending_batch_picks_the_histograms_own_buckets() {
+        let histogram = request_histogram();
+        for (bound, seconds) in REQUEST_BOUNDS_NS.iter().zip(REQUEST_BUCKETS) {
+            assert_eq!(*bound, (seconds * 1e9).round() as u64);
+        }
+        for ns in [0, 4_999, 5_000, 5_001, 999_999, 1_000_001, 2_500_000_000, u64::MAX] {
+            assert_eq!(request_bucket(ns), histogram.bucket_of(ns), "{ns} ns");
+        }
     }
 
     #[test]

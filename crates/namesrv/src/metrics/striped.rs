@@ -136,14 +136,16 @@ impl DurationHistogram {
     }
 
     /// Records observations counted elsewhere: `counts[i]` in bucket i (see
-    /// [`Self::bucket_of`]), `sum_ns` in all; one `fetch_add` per bucket used.
-    pub fn observe_counts(&self, counts: &[u32; MAX_BOUNDS + 1], sum_ns: u64) {
+    /// [`Self::bucket_of`]) for each bit i set in `used` (the others must be zero), `sum_ns` in
+    /// all; one `fetch_add` per bucket used.
+    pub fn observe_counts(&self, counts: &[u32; MAX_BOUNDS + 1], used: u32, sum_ns: u64) {
         let inner = &*self.inner;
         let stripe = &inner.stripes[stripe(inner.stripes.len())];
-        for (bucket, &n) in stripe.buckets.iter().zip(counts) {
-            if n != 0 {
-                bucket.fetch_add(u64::from(n), Ordering::Relaxed);
-            }
+        let mut used = used;
+        while used != 0 {
+            let i = used.trailing_zeros() as usize;
+            stripe.buckets[i].fetch_add(u64::from(counts[i]), Ordering::Relaxed);
+            used &= used - 1;
         }
         stripe.sum_ns.fetch_add(sum_ns, Ordering::Relaxed);
     }
@@ -233,14 +235,16 @@ mod tests {
     fn counts_observed_elsewhere_add_up_like_single_observations() {
         let one_by_one = DurationHistogram::new(&[0.001, 0.01]);
         let counted = DurationHistogram::new(&[0.001, 0.01]);
-        let mut counts = [0u32; MAX_BOUNDS + 1];
+        let (mut counts, mut used) = ([0u32; MAX_BOUNDS + 1], 0u32);
         let mut sum_ns = 0;
         for d in [10, 1_000, 5_000, 2_000_000].map(Duration::from_micros) {
             one_by_one.observe(d);
-            counts[counted.bucket_of(nanos(d))] += 1;
+            let bucket = counted.bucket_of(nanos(d));
+            counts[bucket] += 1;
+            used |= 1 << bucket;
             sum_ns += nanos(d);
         }
-        counted.observe_counts(&counts, sum_ns);
+        counted.observe_counts(&counts, used, sum_ns);
         assert_eq!(counted.snapshot(), one_by_one.snapshot());
     }
 }
