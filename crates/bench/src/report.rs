@@ -167,7 +167,7 @@ pub fn targets(r: &Report) -> Vec<Target> {
         Some((ratio, on, off)) => Target {
             name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
             measured: format!(
-                "{ratio:.3}× (median of the paired rounds' ratios; medians {on:.0} vs {off:.0} req/s)"
+                "{ratio:.4}× (median of the paired rounds' ratios; medians {on:.0} vs {off:.0} req/s)"
             ),
             met: Some(ratio >= 0.97),
         },
@@ -273,7 +273,7 @@ pub fn markdown(r: &Report) -> String {
         );
         for (i, (on, off)) in m.on.iter().zip(&m.off).enumerate() {
             let ratio = if off.qps > 0.0 { on.qps / off.qps } else { 0.0 };
-            let _ = writeln!(md, "| {i} | {:.0} | {:.0} | {ratio:.3} |", on.qps, off.qps);
+            let _ = writeln!(md, "| {i} | {:.0} | {:.0} | {ratio:.4} |", on.qps, off.qps);
         }
     }
 
@@ -672,7 +672,7 @@ mod tests {
         assert!(md.contains("| S1 throughput (req/s) | 100,000 | 10,000 | 80,000 | 200,000 | 10.00× | 1.25× | 0.50× |"), "{md}");
         assert!(md.contains("**NOT met**") && md.contains("**met**"));
         assert!(md.contains("## Metrics overhead (issue #12)"), "{md}");
-        assert!(md.contains("| 0 | 99000 | 100000 | 0.990 |"), "{md}");
+        assert!(md.contains("| 0 | 99000 | 100000 | 0.9900 |"), "{md}");
     }
 
     #[test]
