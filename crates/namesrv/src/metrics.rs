@@ -21,6 +21,7 @@
 //! `metricsEnable`: when it is `false` the connection path skips the per-request recording (its
 //! clock reads included) and `/metrics` answers 404, but counting elsewhere stays harmless.
 
+pub mod clock;
 mod process;
 mod requests;
 mod striped;
@@ -144,6 +145,9 @@ pub fn build_info() -> (&'static str, &'static str) {
 impl Metrics {
     /// Every metric at zero, registered. `enabled` is `metricsEnable`.
     pub fn new(enabled: bool) -> Self {
+        if enabled {
+            clock::start_calibration();
+        }
         let mut root = Registry::default();
         root.register_collector(Box::new(ProcessCollector));
         let r = root.sub_registry_with_prefix(PREFIX);

@@ -24,6 +24,7 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::listen::Listeners;
+use crate::metrics::clock::{RequestClock, Stamp};
 use crate::metrics::{PendingRequests, RequestResult};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
@@ -214,7 +215,8 @@ pub async fn serve_connection<S>(
     // Request timing (metricsEnable): a request's time starts where the previous answer of
     // the batch ended (one clock read per request), or when it is taken up after a wait.
     let timing = state.metrics.enabled();
-    let mut mark: Option<std::time::Instant> = None;
+    let request_clock = RequestClock::current();
+    let mut mark: Option<Stamp> = None;
     // This connection's recordings not yet added to the shared counters: applied before every
     // flush, so no answer leaves before its request is counted.
     let mut pending = PendingRequests::default();
@@ -249,7 +251,7 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
-                let started = timing.then(|| mark.unwrap_or_else(std::time::Instant::now));
+                let started = timing.then(|| mark.unwrap_or_else(|| request_clock.now()));
                 let (code, counted) = (request.code, !request.is_response());
                 if framed.read_buffer().capacity() - framed.read_buffer().len() < READ_ROOM / 2 {
                     // Room for the next batch in one read (tokio-util reserves a single byte,
@@ -300,8 +302,9 @@ pub async fn serve_connection<S>(
                 };
                 if let Some(started) = started {
                     if counted {
-                        let now = std::time::Instant::now();
-                        requests.record_pending(&mut pending, code, result, now - started);
+                        let now = request_clock.now();
+                        let ns = request_clock.nanos_between(started, now);
+                        requests.record_pending(&mut pending, code, result, ns);
                         mark = Some(now);
                     }
                 }

@@ -11,7 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use remoting::{RequestCode, ResponseCode};
 
-use super::striped::{nanos, DurationHistogram, Striped, MAX_BOUNDS};
+use super::striped::{DurationHistogram, Striped, MAX_BOUNDS};
 
 /// Label set of `requests_total`: request code, its Java name, and the result.
 pub type RequestLabels = [(&'static str, &'static str); 3];
@@ -206,7 +206,7 @@ impl RequestStats {
         self.duration(slot).observe(elapsed);
     }
 
-    /// Records one request into `pending` (a connection's batch): a run of requests with the
+    /// Records one request of `ns` nanoseconds into `pending` (a connection's batch): a run of requests with the
     /// same code and result is summed there and reaches the shared counters in one
     /// [`Self::apply`], when the run ends or the connection applies its batch.
     #[inline]
@@ -215,13 +215,12 @@ impl RequestStats {
         pending: &mut PendingRequests,
         code: i32,
         result: RequestResult,
-        elapsed: Duration,
+        ns: u64,
     ) {
         if pending.key.is_none_or(|(raw, _)| raw != (code, result)) {
             self.apply(pending);
             pending.key = Some(((code, result), (request_slot(code), result_slot(result))));
         }
-        let ns = nanos(elapsed);
         let bucket = request_bucket(ns);
         pending.count += 1;
         pending.sum_ns = pending.sum_ns.saturating_add(ns);
@@ -341,6 +340,7 @@ fn result_slot(result: RequestResult) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::striped::nanos;
     use super::*;
 
     #[test]
@@ -387,7 +387,7 @@ mod tests {
         for (code, result, micros) in requests {
             let (result, elapsed) =
                 (RequestResult::Answered(result), Duration::from_micros(micros));
-            batched.record_pending(&mut pending, code, result, elapsed);
+            batched.record_pending(&mut pending, code, result, nanos(elapsed));
             direct.record(code, result, elapsed);
         }
         // Runs already ended were applied when the next one began; the last one is pending.
