@@ -29,7 +29,7 @@ mod striped;
 pub use process::{ProcessCollector, ProcessStats};
 pub use requests::{
     Bucket, PendingRequests, RequestDurations, RequestResult, RequestSnapshot, RequestStats,
-    RequestTotal, REQUEST_BUCKETS,
+    RequestTotal, REQUEST_BOUNDS_NS,
 };
 pub use striped::{DurationHistogram, Striped};
 

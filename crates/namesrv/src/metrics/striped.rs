@@ -111,11 +111,17 @@ impl DurationHistogram {
     /// A histogram with these upper bounds in seconds (ascending; +Inf is implicit; at most
     /// [`MAX_BOUNDS`]).
     pub fn new(bounds_seconds: &[f64]) -> Self {
-        assert!(bounds_seconds.len() <= MAX_BOUNDS, "at most {MAX_BOUNDS} bucket bounds");
-        assert!(bounds_seconds.windows(2).all(|w| w[0] < w[1]), "bounds must ascend");
-        let bounds_ns = bounds_seconds.iter().map(|s| (s * 1e9).round() as u64).collect();
+        let bounds_ns: Vec<u64> = bounds_seconds.iter().map(|s| (s * 1e9).round() as u64).collect();
+        Self::with_bounds_ns(&bounds_ns)
+    }
+
+    /// A histogram with these upper bounds in nanoseconds (ascending; +Inf is implicit; at
+    /// most [`MAX_BOUNDS`]); exposed in seconds.
+    pub fn with_bounds_ns(bounds_ns: &[u64]) -> Self {
+        assert!(bounds_ns.len() <= MAX_BOUNDS, "at most {MAX_BOUNDS} bucket bounds");
+        assert!(bounds_ns.windows(2).all(|w| w[0] < w[1]), "bounds must ascend");
         let stripes = (0..*STRIPES).map(|_| HistStripe::default()).collect();
-        Self { inner: Arc::new(HistInner { bounds_ns, stripes }) }
+        Self { inner: Arc::new(HistInner { bounds_ns: bounds_ns.into(), stripes }) }
     }
 
     /// Records one duration.
