@@ -270,7 +270,7 @@ pub async fn serve_connection<S>(
                 let answer = if request.code == ROUTE_CODE {
                     match dispatch::admit(state, ctx, &request) {
                         Ok(who) => {
-                            if crate::handler::route::write_route_counted(
+                            if crate::handler::route::write_route(
                                 state,
                                 &request,
                                 framed.write_buffer_mut(),

@@ -64,7 +64,10 @@ async fn in_place_answers_equal_the_general_path() {
         ];
         for (i, request) in cases.iter().enumerate() {
             let mut fast = BytesMut::from(&b"earlier"[..]);
-            assert!(write_route(&state, request, &mut fast), "{serialize:?} case {i} answered");
+            assert!(
+                write_route(&state, request, &mut fast, |_| {}),
+                "{serialize:?} case {i} answered"
+            );
             assert_eq!(&fast[..7], b"earlier", "appended");
             assert_eq!(fast[7..], general(&state, request).await[..], "{serialize:?} case {i}");
         }
@@ -94,7 +97,7 @@ async fn requests_needing_more_than_the_cached_route_are_declined() {
     ];
     for request in &declined {
         let mut out = BytesMut::new();
-        assert!(!write_route(&state, request, &mut out), "{request:?}");
+        assert!(!write_route(&state, request, &mut out, |_| {}), "{request:?}");
         assert!(out.is_empty());
     }
     let ordered = {
@@ -102,7 +105,7 @@ async fn requests_needing_more_than_the_cached_route_are_declined() {
         let s = state_with_order(&dir2);
         register(&s, &master(), &["TopicTest", "Other"]).await;
         let mut out = BytesMut::new();
-        write_route(&s, &route_request(&[("topic", "TopicTest")], 479, 1), &mut out)
+        write_route(&s, &route_request(&[("topic", "TopicTest")], 479, 1), &mut out, |_| {})
     };
     assert!(!ordered, "orderMessageEnable adds the KV order config: general path");
 }

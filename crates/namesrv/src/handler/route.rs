@@ -62,15 +62,10 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
 /// the cached route (serving, no zone, `orderMessageEnable` off, a topic given, a two-way
 /// request), appends the SUCCESS frame with the body copied from the cache straight into `out`
 /// and returns `true`. Otherwise (including "no route") `false` and `out` is untouched: the
-/// request goes to [`get_route`]. The bytes equal what `dispatch` would write.
-pub fn write_route(state: &State, request: &RemotingCommand, out: &mut BytesMut) -> bool {
-    write_route_counted(state, request, out, |hit| state.metrics.route_cache_lookup(hit))
-}
-
-/// [`write_route`], handing whether the body came from the cache to `count` (a connection
-/// counts it in its pending batch) instead of the shared counters.
+/// request goes to [`get_route`]. The bytes equal what `dispatch` would write. `count` learns
+/// whether the body came from the cache (the connection counts it in its pending metrics).
 #[inline]
-pub fn write_route_counted(
+pub fn write_route(
     state: &State,
     request: &RemotingCommand,
     out: &mut BytesMut,
