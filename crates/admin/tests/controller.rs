@@ -52,6 +52,8 @@ impl Controllers {
                         .into_owned(),
                     raft_heartbeat_interval_millis: 100,
                     raft_election_timeout_millis: 800,
+                    extra: [("rocketmq.mySecretToken".to_owned(), "s3cret-token".to_owned())]
+                        .into(),
                     ..controller::Config::default()
                 };
                 let node =
@@ -321,6 +323,9 @@ fn controller_config_is_read_and_updated_on_every_node() {
         3,
         "{text}"
     );
+    // Secrets are shown as `******`, like 319 and `-p` (Java's 1010 shows them).
+    assert!(!text.contains("s3cret-token"), "{text}");
+    assert_eq!(text.matches(&format!("{:<50}=  ******\n", "rocketmq.mySecretToken")).count(), 3);
     for node in &c.nodes {
         assert!(node.config().load().enable_elect_unclean_master, "applied at once");
     }

@@ -28,6 +28,21 @@ pub enum ConfigUpdateError {
     /// silently and answers SUCCESS).
     #[error("{0}")]
     InvalidValue(ConfigError),
+    /// A key or value holds a line break or another control character (Java persists it
+    /// unescaped, so an escaped `\n` in a value writes a new key into the `-c` file). Maps to
+    /// SYSTEM_ERROR; nothing was applied.
+    #[error("config key {key}: a key or value may not contain a line break or another control character")]
+    ControlCharacter {
+        /// The key (clipped, control characters escaped).
+        key: String,
+    },
+    /// The file that would be written does not read back as the configuration being stored,
+    /// or would change a black-listed key. Maps to SYSTEM_ERROR; nothing was written.
+    #[error("config update refused: the stored file would not read back as written (key {key})")]
+    ReadBack {
+        /// The first key that differs.
+        key: String,
+    },
     /// The new configuration could not be written to `configStorePath`; nothing was applied.
     /// Maps to SYSTEM_ERROR (Java logs the error and answers SUCCESS).
     #[error("cannot persist config to {}: {source}", path.display())]
@@ -102,6 +117,11 @@ impl<T: Rules> Live<T> {
         if let Some((key, _)) = entries.iter().find(|(key, _)| self.black_list.contains(key)) {
             return Err(ConfigUpdateError::NoPermission { key: key.clone() });
         }
+        if let Some((key, _)) =
+            entries.iter().find(|(k, v)| k.chars().chain(v.chars()).any(char::is_control))
+        {
+            return Err(ConfigUpdateError::ControlCharacter { key: printable(key) });
+        }
 
         let _guard = self.update_lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = T::clone(&self.current.load());
@@ -124,11 +144,42 @@ impl<T: Rules> Live<T> {
         next.check_update(&self.current.load()).map_err(ConfigUpdateError::InvalidValue)?;
 
         let path = next.store_path();
-        let text = crate::table::properties_text(&next);
+        let text = crate::table::store_text(&next);
+        self.check_read_back(&text, &next)?;
         persist::write_atomically(&path, text.as_bytes())
             .map_err(|source| ConfigUpdateError::Persist { path, source })?;
         self.current.store(Arc::new(next));
         tracing::info!("config updated and persisted");
         Ok(())
     }
+
+    /// The black list holds against what the written file will read back as at the next start,
+    /// not only against the keys of the body: the text must parse back into exactly the
+    /// entries of `next`, and leave every black-listed key as it is now.
+    fn check_read_back(&self, text: &str, next: &T) -> Result<(), ConfigUpdateError> {
+        let expected = crate::table::sorted_entries(next);
+        let back = properties::parse(text).map_err(ConfigUpdateError::Parse)?;
+        let running = crate::table::sorted_entries(&**self.current.load());
+        let mut seen = std::collections::BTreeMap::new();
+        for (key, value) in &back {
+            let differs = expected.get(key) != Some(value) || seen.insert(key, value).is_some();
+            let black = self.black_list.contains(key) && running.get(key) != Some(value);
+            if differs || black {
+                return Err(ConfigUpdateError::ReadBack { key: printable(key) });
+            }
+        }
+        if let Some(key) = expected.keys().find(|k| !seen.contains_key(k)) {
+            return Err(ConfigUpdateError::ReadBack { key: printable(key) });
+        }
+        Ok(())
+    }
+}
+
+/// A key for a remark or a log line: at most 64 chars, control characters escaped.
+fn printable(key: &str) -> String {
+    let mut out: String = key.chars().take(64).flat_map(char::escape_debug).collect();
+    if key.chars().nth(64).is_some() {
+        out.push('…');
+    }
+    out
 }

@@ -80,28 +80,59 @@ pub fn to_escaped_text<'a, I>(entries: I) -> String
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,
 {
+    write_escaped(entries, Part::StoredValue)
+}
+
+/// Writes `key=value\n` lines that [`parse`] and Java's `Properties#load` read back as exactly
+/// the entries given, whatever they hold: [`to_escaped_text`], except that `= : # !` inside a
+/// value are left as they are (a value never starts a line, and only the first separator
+/// splits one), so `namesrvAddr=a:9876;b:9876` stays readable. A value can never start a new
+/// line or a new key: line breaks and every other control character are escaped. What the
+/// servers persist their configuration as (Java writes `MixAll#properties2String`'s unescaped
+/// text there, which lets a value with an escaped newline smuggle a key into the file).
+pub fn to_store_text<'a, I>(entries: I) -> String
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+{
+    write_escaped(entries, Part::ReadableValue)
+}
+
+/// How a value is escaped by [`write_escaped`] (keys always escape everything Java's do).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Key,
+    /// Java's `Properties#store`: separators and comment marks escaped too.
+    StoredValue,
+    /// Separators and comment marks left as they are.
+    ReadableValue,
+}
+
+fn write_escaped<'a, I>(entries: I, value_part: Part) -> String
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+{
     let mut out = String::new();
     for (key, value) in entries {
-        escape_into(&mut out, key, true);
+        escape_into(&mut out, key, Part::Key);
         out.push('=');
-        escape_into(&mut out, value, false);
+        escape_into(&mut out, value, value_part);
         out.push('\n');
     }
     out
 }
 
 /// Java: `Properties#saveConvert(theString, escapeSpace, escUnicode=true)`
-fn escape_into(out: &mut String, s: &str, escape_space: bool) {
+fn escape_into(out: &mut String, s: &str, part: Part) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for (i, c) in s.chars().enumerate() {
         match c {
             '\\' => out.push_str("\\\\"),
-            ' ' if i == 0 || escape_space => out.push_str("\\ "),
+            ' ' if i == 0 || part == Part::Key => out.push_str("\\ "),
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\u{c}' => out.push_str("\\f"),
-            '=' | ':' | '#' | '!' => {
+            '=' | ':' | '#' | '!' if part != Part::ReadableValue => {
                 out.push('\\');
                 out.push(c);
             }
@@ -415,6 +446,30 @@ mod tests {
         let back = pairs(&text);
         let expected: Vec<_> = entries.iter().map(|(k, v)| kv(k, v)).collect();
         assert_eq!(back, expected);
+    }
+
+    #[test]
+    fn store_text_keeps_separators_in_values_but_escapes_line_breaks() {
+        assert_eq!(
+            to_store_text([("namesrvAddr", "a:9876;b=1 #!x"), ("k", "x\ny=z\\n")]),
+            "namesrvAddr=a:9876;b=1 #!x\nk=x\\ny=z\\\\n\n"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever the keys and values hold, what is stored reads back as exactly them, one
+        /// entry per pair: no value can start a line or a key of its own.
+        #[test]
+        fn store_text_reads_back_as_written(
+            entries in proptest::collection::vec((".*", ".*"), 0..8)
+        ) {
+            // A Rust string never holds a lone surrogate, so every char survives the trip.
+            let text = to_store_text(entries.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            proptest::prop_assert_eq!(pairs(&text), entries.clone());
+            proptest::prop_assert_eq!(text.lines().count(), entries.len());
+            let escaped = to_escaped_text(entries.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            proptest::prop_assert_eq!(pairs(&escaped), entries);
+        }
     }
 
     #[test]

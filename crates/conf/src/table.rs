@@ -276,6 +276,14 @@ pub fn properties_text<T: Keys>(table: &T) -> String {
     properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
+/// Every set key (typed and extra), sorted by key, as the servers persist it to
+/// `configStorePath`: [`properties::to_store_text`], so what is read back at the next start is
+/// exactly what was set, secrets included. (Java writes [`properties_text`] there.)
+pub fn store_text<T: Keys>(table: &T) -> String {
+    let all = sorted_entries(table);
+    properties::to_store_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
 /// The GET_*_CONFIG body: [`properties_text`] with every [secret](is_secret_key) shown as
 /// [`REDACTED`] (Java shows them).
 pub fn public_properties_text<T: Keys>(table: &T) -> String {

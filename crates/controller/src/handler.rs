@@ -208,9 +208,10 @@ pub async fn update_config(
     }
 }
 
-/// 1010 GET_CONTROLLER_CONFIG: every set key as `key=value\n`, sorted.
+/// 1010 GET_CONTROLLER_CONFIG: every set key as `key=value\n`, sorted, secrets shown as `******`
+/// (like 319; Java shows them).
 pub fn get_config(node: &Node) -> RemotingCommand {
-    let text = node.config().to_properties_text();
+    let text = node.config().to_public_properties_text();
     let cmd = RemotingCommand::response(ResponseCode::Success, None);
     if text.is_empty() {
         cmd

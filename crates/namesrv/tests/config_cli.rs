@@ -378,3 +378,63 @@ fn dynamic_key_update_is_seen_by_concurrent_readers_at_once() {
     assert!(reader.join().expect("reader thread"), "reader saw the update");
     assert!(!held.order_message_enable, "a held snapshot is immutable");
 }
+
+/// #21 finding 2: a literal `\n` in a 318 value is a line break once parsed; Java writes the
+/// value unescaped, so the `-c` file gained a key (here `authenticationEnabled=false`, black-listed)
+/// that the next start would read. The update is refused naming the key, and the file is untouched.
+#[test]
+fn an_escaped_line_break_cannot_smuggle_a_black_listed_key_into_the_file() {
+    let original = "listenPort=9876\nauthenticationEnabled=false\n";
+    let (_dir, path, shared) = shared_from_file(original);
+    for body in [
+        &br"httpNamesrvAddr=1.2.3.4:9876\nauthenticationEnabled=true\nauthConfigPath=/x.yml"[..],
+        &b"httpNamesrvAddr=1.2.3.4:9876\\r\\nauthenticationEnabled=true"[..],
+        &b"httpNamesrvAddr=a\\u000aauthenticationEnabled=true"[..],
+        &b"httpNamesrvAddr=a\\u0000b"[..],
+    ] {
+        let err = shared.apply_update(body).expect_err("refused");
+        assert!(
+            matches!(err, namesrv::config::ConfigUpdateError::ControlCharacter { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("httpNamesrvAddr"), "the remark names the key: {err}");
+        assert_eq!(std::fs::read_to_string(&path).expect("file"), original, "nothing written");
+        assert_eq!(shared.load().get("httpNamesrvAddr"), None, "nothing applied");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever a 318 body sets, the `-c` file it writes reads back at the next start as exactly
+    /// what was accepted (values with backslashes, separators, comment marks, leading spaces and
+    /// non-ASCII included), and a value with a control character is refused with nothing written.
+    #[test]
+    fn what_318_accepts_is_what_the_next_start_reads(
+        a in ".{0,40}", b in "[ -~]{0,40}", c in "\\PC{0,20}",
+    ) {
+        let original = "listenPort=9876\ncustom.a=1\ncustom.b=2\ncustom.c=3\n";
+        let (_dir, path, shared) = shared_from_file(original);
+        let body = namesrv::properties::to_escaped_text([
+            ("custom.a", a.as_str()), ("custom.b", b.as_str()), ("custom.c", c.as_str()),
+            ("httpNamesrvAddr", b.as_str()),
+        ]);
+        let accepted = shared.apply_update(body.as_bytes());
+        let has_control = [&a, &b, &c].iter().any(|v| v.chars().any(char::is_control));
+        proptest::prop_assert_eq!(accepted.is_err(), has_control, "{:?}", accepted);
+        let restarted = Config::load(Some(&path)).expect("the written file loads");
+        if has_control {
+            proptest::prop_assert_eq!(std::fs::read_to_string(&path).expect("file"), original);
+        } else {
+            proptest::prop_assert_eq!(restarted.get("custom.a"), Some(a));
+            proptest::prop_assert_eq!(restarted.get("custom.b"), Some(b.clone()));
+            proptest::prop_assert_eq!(restarted.get("custom.c"), Some(c));
+            proptest::prop_assert_eq!(
+                restarted.get("httpNamesrvAddr"), shared.load().get("httpNamesrvAddr")
+            );
+            proptest::prop_assert_eq!(
+                restarted.to_properties_text(), shared.to_properties_text()
+            );
+        }
+    }
+}

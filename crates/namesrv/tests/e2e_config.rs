@@ -146,3 +146,34 @@ async fn garbage_that_parses_as_an_unknown_key_is_accepted_and_ignored() {
     assert_eq!(resp.code, 0);
     assert_eq!(config_text(&mut conn).await, before);
 }
+
+/// #21 finding 2, over TCP with the exact payload: a literal backslash-n in a value (a newline
+/// once parsed) is refused with SYSTEM_ERROR naming the key, and the `-c` file keeps no trace
+/// of it, so nothing black-listed reaches the next start.
+#[tokio::test]
+async fn an_escaped_line_break_in_318_cannot_write_a_black_listed_key() {
+    let server = TestServer::start().await;
+    let path = server.dir.path().join("namesrv.properties");
+    let before = std::fs::read(&path).ok();
+    let mut conn = server.connect().await;
+    let resp = conn
+        .call(update(
+            br"httpNamesrvAddr=1.2.3.4:9876\nauthenticationEnabled=false\nauthConfigPath=/x.yml",
+        ))
+        .await;
+    assert_eq!(resp.code, 1, "SYSTEM_ERROR: {:?}", resp.remark);
+    let remark = resp.remark.unwrap_or_default();
+    assert!(remark.contains("httpNamesrvAddr") && remark.contains("line break"), "{remark}");
+    assert_eq!(std::fs::read(&path).ok(), before, "the config file is untouched");
+    let text = config_text(&mut conn).await;
+    assert_eq!(value_of(&text, "httpNamesrvAddr"), None, "nothing applied");
+    assert!(!text.contains("authenticationEnabled") && !text.contains("authConfigPath"), "{text}");
+
+    // A value that needs escaping is stored escaped and read back as sent.
+    let resp = conn.call(update(br"httpNamesrvAddr=10.0.0.1:9876;C\:\\ns\\b#1")).await;
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    let stored = std::fs::read_to_string(&path).expect("written");
+    let reread = namesrv::Config::load(Some(&path)).expect("the stored file loads");
+    assert_eq!(reread.get("httpNamesrvAddr").as_deref(), Some(r"10.0.0.1:9876;C:\ns\b#1"));
+    assert!(stored.contains(r"httpNamesrvAddr=10.0.0.1:9876;C:\\ns\\b#1"), "{stored}");
+}
