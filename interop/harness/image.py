@@ -242,6 +242,12 @@ def s17_container_image(env, c):
                 "the compose files' `sh mqnamesrv` starts the nameserver with its defaults (9876, /readyz on 8080)")
         pm("stop", "-t", "40", name3, timeout=60)
 
+        # ---- the entry point's other forms ---------------------------------------------------
+        rc, out = pm("run", "--rm", "--network", "none", *(pm.run_flags + [image, "-p"]), timeout=60)
+        c.check(rc == 0 and "listenPort=9876" in out, "options alone (`-p`) go to mqnamesrv: it prints its keys")
+        rc, out = pm("run", "--rm", "--network", "none", *(pm.run_flags + [image, "broker"]), timeout=60)
+        c.check(rc == 64 and "not the broker" in out, "the role `broker` is refused with exit status 64 (rc=%s)" % rc)
+
         # ---- rocketmq-operator's controller environment --------------------------------------
         cport, chttp = free_port_block((0,)), free_port_block((0,))
         with open(os.path.join(conf, "controller.properties"), "w") as f:

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The image's entry point, with the official apache/rocketmq image's conventions: the role comes
-# from the first argument (`nameserver`, `controller`) or from NODE_ROLE; no argument and no
-# NODE_ROLE starts the nameserver; any other command (`sh`, `mqadmin ...`) is run as given.
+# from the first argument (`nameserver`, `controller`) or from NODE_ROLE; without either, no
+# argument or only options (`-c FILE`) start the nameserver; any other command (`sh`,
+# `mqadmin ...`) is run as given.
 set -eu
 
 role=
@@ -28,8 +29,11 @@ if [ -z "$role" ] && [ -n "${NODE_ROLE:-}" ]; then
         shift
     fi
 fi
-if [ -z "$role" ] && [ $# -eq 0 ]; then
-    role=nameserver
+# No argument, or only options (`-c FILE`): the nameserver.
+if [ -z "$role" ]; then
+    case ${1:--} in
+        -*) role=nameserver ;;
+    esac
 fi
 
 case $role in
