@@ -4,7 +4,8 @@
 Usage: interop/run [SCENARIO...]        (no argument = all; e.g. `interop/run 3` or `interop/run 1 8`)
 Env:   NAMESRV_IMPL=rust|java (default rust), NAMESRV_BIN, CONTROLLER_BIN, CARGO_TARGET_DIR,
        INTEROP_TIMEOUT (seconds for the scenarios, default 1800), RMQ5_VERSION, RMQ4_VERSION,
-       RMQ_CTRL_VERSION, INTEROP_JAVA.
+       RMQ_CTRL_VERSION, INTEROP_JAVA, INTEROP_IMAGE (the OCI archive of scenario 17, which runs only
+       when selected or when this is set).
 The last line printed is `N passed, M failed`; the exit code is 0 only when every selected
 scenario passed. Logs of the last runs are kept in interop/.cache/runs/.
 """
@@ -26,6 +27,12 @@ from harness.procs import Printer, Procs  # noqa: E402
 from harness.scenarios import RUN_ORDER, SCENARIOS, Ctx, Fail  # noqa: E402
 # After scenarios (ctrlmode imports scenarios' helpers; scenarios registers ctrlmode's).
 from harness.ctrlmode import CTRL_SCENARIOS, report as ctrl_report  # noqa: E402
+from harness.follow import FOLLOW_SCENARIOS  # noqa: E402
+from harness.image import IMAGE_SCENARIOS  # noqa: E402
+
+SCENARIOS.update(FOLLOW_SCENARIOS)
+SCENARIOS.update(IMAGE_SCENARIOS)
+RUN_ORDER = RUN_ORDER + [16, 17]
 
 T0 = time.time()
 say = Printer(T0)
@@ -56,6 +63,9 @@ def main():
         selected = [n for n in selected if n not in (14, 15)]
         print("note: scenarios 14 and 15 left out: this checkout has no crates/controller "
               "(run them with NAMESRV_BIN/CONTROLLER_BIN pointing at binaries that have it)")
+    if not args.scenarios and not os.environ.get("INTEROP_IMAGE"):
+        # The container image (17) is tested where it is built: deploy/container/test.
+        selected = [n for n in selected if n != 17]
     unknown = [n for n in selected if n not in SCENARIOS]
     if unknown:
         print("unknown scenario(s): %s (known: %s)" % (unknown, sorted(SCENARIOS)))

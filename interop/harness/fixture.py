@@ -366,7 +366,7 @@ class Broker:
         self.dir = os.path.join(env.rundir, "broker-" + key)
         # Extra JVM options, e.g. -Dtls.enable=true (its own connections to nameservers over TLS).
         self.jvm_extra = []
-        # broker.conf keys replacing the defaults below, and a command prefix for its JVM
+        # broker.conf keys replacing the defaults below (None: left out), and a command prefix for its JVM
         # (reliability/run runs a broker inside a network namespace with `ip netns exec NS`).
         self.conf_overrides = {}
         self.argv_prefix = []
@@ -406,6 +406,8 @@ class Broker:
             "diskMaxUsedSpaceRatio": 95,
         }
         lines.update(self.conf_overrides)
+        # An override of None leaves the key out (e.g. namesrvAddr, for the address server).
+        lines = {k: v for k, v in lines.items() if v is not None}
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
             for k, v in lines.items():
