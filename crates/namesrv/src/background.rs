@@ -26,16 +26,14 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
     }
     if let Some(auth) = &state.auth {
         let mut shutdown = trigger.subscribe();
-        tasks.push(crate::auth::spawn_reloader(
-            Arc::clone(auth),
+        tasks.push(acl::spawn_reloader(Arc::clone(auth), async move { shutdown.recv().await }));
+    }
+    if state.tls.mode() != transport::TlsMode::Disabled {
+        let mut shutdown = trigger.subscribe();
+        tasks.push(transport::spawn_reloader(
+            state.tls.clone(),
             async move { shutdown.recv().await },
         ));
-    }
-    if state.tls.mode() != crate::transport::TlsMode::Disabled {
-        let mut shutdown = trigger.subscribe();
-        tasks.push(crate::transport::spawn_reloader(state.tls.clone(), async move {
-            shutdown.recv().await
-        }));
     }
     tasks
 }

@@ -3,7 +3,6 @@
 //! `run(listeners, config, shutdown)` serves the RocketMQ remoting protocol on a bound listener
 //! (and the HTTP operations surface on a second one, if given) until `shutdown` completes; the
 //! `mqnamesrv` binary is a thin wrapper around it (`listen::bind`, then `server::serve`).
-pub mod auth;
 mod background;
 pub mod cli;
 pub mod codec;
@@ -23,7 +22,6 @@ pub mod server;
 pub mod shutdown;
 pub mod snapshot;
 pub mod state;
-pub mod transport;
 pub mod versions;
 
 pub(crate) use conf::persist;
@@ -47,7 +45,7 @@ pub enum RunError {
     #[error("TLS: {0}")]
     Tls(#[from] transport::TlsError),
     #[error(transparent)]
-    Auth(#[from] auth::AccountsError),
+    Auth(#[from] acl::AccountsError),
 }
 
 /// Builds the server state from `config`: validates it, loads the KV store, the TLS context and
@@ -68,7 +66,7 @@ pub fn build_state(config: Config) -> Result<Arc<State>, RunError> {
         );
     }
     let tls = transport::TlsContext::new(settings)?;
-    let auth = auth::Auth::from_config(&config)?;
+    let auth = acl::Auth::from_settings(&config.acl_settings())?;
     let mut state = State::new(Arc::new(SharedConfig::new(config)), kv, tls);
     state.auth = auth.map(Arc::new);
     let state = Arc::new(state);

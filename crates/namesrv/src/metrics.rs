@@ -118,9 +118,9 @@ pub struct Metrics {
     /// `connections_refused_total{reason}`: connections closed during set-up.
     pub connections_refused: Family<ReasonLabel, Counter>,
     /// `received_bytes_total`: remoting bytes read (after TLS).
-    pub received_bytes: Counter<u64, Striped>,
+    pub received_bytes: ByteCount,
     /// `sent_bytes_total`: remoting bytes written (before TLS).
-    pub sent_bytes: Counter<u64, Striped>,
+    pub sent_bytes: ByteCount,
     /// `registrations_total{outcome}`.
     pub registrations: Family<ReasonLabel, Counter>,
     /// `registration_apply_seconds`: REGISTER_BROKER handling, decode and apply (excluding
@@ -135,6 +135,17 @@ pub struct Metrics {
     route_cache_miss: Counter<u64, Striped>,
     /// `http_requests_total{handler,status}`: requests to this HTTP listener.
     pub http_requests: Family<[(&'static str, String); 2], Counter>,
+}
+
+/// A striped byte counter the connection streams add to (`transport::Counted`).
+#[derive(Debug, Clone, Default)]
+pub struct ByteCount(Counter<u64, Striped>);
+
+impl transport::ByteCounter for ByteCount {
+    #[inline]
+    fn add(&self, n: u64) {
+        self.0.inc_by(n);
+    }
 }
 
 /// This build's version and commit (`build_info`).
@@ -158,8 +169,8 @@ impl Metrics {
             connections_accepted: Family::default(),
             connections_open: Family::default(),
             connections_refused: Family::default(),
-            received_bytes: Counter::default(),
-            sent_bytes: Counter::default(),
+            received_bytes: ByteCount::default(),
+            sent_bytes: ByteCount::default(),
             registrations: Family::default(),
             registration_apply: DurationHistogram::new(&REGISTRATION_BUCKETS),
             brokers_removed: Family::default(),
@@ -193,12 +204,12 @@ impl Metrics {
         r.register(
             "received_bytes",
             "Remoting bytes received (after TLS decryption)",
-            m.received_bytes.clone(),
+            m.received_bytes.0.clone(),
         );
         r.register(
             "sent_bytes",
             "Remoting bytes sent (before TLS encryption)",
-            m.sent_bytes.clone(),
+            m.sent_bytes.0.clone(),
         );
         r.register("registrations", "REGISTER_BROKER requests by outcome (applied, unchanged: liveness refreshed only, crc_mismatch, refused)", m.registrations.clone());
         r.register(
@@ -432,7 +443,7 @@ impl StateGauges {
                 }
             }),
             auth: state.auth.as_deref().map(|gate| {
-                use crate::auth::{Accepted, Reason};
+                use acl::{Accepted, Reason};
                 let c = &gate.counters;
                 (
                     Accepted::ALL.iter().map(|a| (a.label(), c.accepted_count(*a))).collect(),

@@ -28,7 +28,6 @@ use crate::metrics::clock::{RequestClock, Stamp};
 use crate::metrics::{PendingRequests, RequestResult};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
-use crate::transport::Counted;
 
 /// How long connections may take to drain after shutdown before they are dropped.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
@@ -162,7 +161,14 @@ async fn accept_one(
         debug!(%peer, error = %e, "set_nodelay failed");
     }
     let (id, close) = state.open_connection();
-    match state.negotiate(tcp, peer).await {
+    let negotiated = transport::accept(
+        tcp,
+        peer,
+        &state.tls,
+        state.idle_timeout(),
+        transport::HANDSHAKE_TIMEOUT,
+    );
+    match negotiated.await {
         Ok(negotiated) => {
             let metrics = &state.metrics;
             let labels = metrics.connection_opened(negotiated.tls, negotiated.proxied);
@@ -173,7 +179,7 @@ async fn accept_one(
             let counters = metrics
                 .enabled()
                 .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
-            let stream = crate::transport::Fair::new(Counted::new(negotiated.stream, counters));
+            let stream = transport::Fair::new(transport::Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
             state.metrics.connection_closed(&labels);
         }

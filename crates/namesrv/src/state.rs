@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use remoting::SerializeType;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -16,10 +15,7 @@ use crate::config::SharedConfig;
 use crate::kv::KvStore;
 use crate::metrics::{Metrics, RemovalReason};
 use crate::route::{ConnId, Routes, UnregisterRequest};
-use crate::transport::{self, TlsContext, TransportError};
-
-/// How long a client may take for its PROXY preface and TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+use transport::TlsContext;
 
 /// One accepted connection, as handlers see it.
 #[derive(Debug, Clone)]
@@ -81,7 +77,7 @@ pub struct State {
     /// A [`Readiness`] as a byte.
     readiness: AtomicU8,
     /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
-    pub auth: Option<Arc<crate::auth::Auth>>,
+    pub auth: Option<Arc<acl::Auth>>,
     unregister_tx: mpsc::Sender<QueuedUnregister>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     started: tokio::time::Instant,
@@ -280,25 +276,5 @@ impl State {
             debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
             self.submit_unregister(request, RemovalReason::ConnectionClosed);
         }
-    }
-
-    /// PROXY preface and TLS detection for a new connection.
-    pub(crate) async fn negotiate(
-        &self,
-        tcp: TcpStream,
-        peer: SocketAddr,
-    ) -> Result<transport::Negotiated, TransportError> {
-        // Until its first byte a connection is merely idle: Java bounds it only by the idle
-        // timeout (IdleStateHandler), so the handshake limit starts with the first byte.
-        let mut byte = [0u8; 1];
-        let first_byte = tcp.peek(&mut byte);
-        match self.idle_timeout() {
-            Some(idle) => match tokio::time::timeout(idle, first_byte).await {
-                Ok(peeked) => drop(peeked?),
-                Err(_) => return Err(TransportError::Timeout(idle)),
-            },
-            None => drop(first_byte.await?),
-        }
-        transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await
     }
 }

@@ -235,7 +235,7 @@ async fn all_mode_refuses_unsigned_reads_on_every_path_and_serves_any_account() 
 async fn repeated_failures_from_an_address_are_refused_without_checking() {
     let server = enforcing(AuthMode::Writes).await;
     let mut conn = server.connect().await;
-    for i in 0..namesrv::auth::FAILURE_LIMIT {
+    for i in 0..acl::FAILURE_LIMIT {
         let guess = signed(put_kv("k", "v"), "ops", &format!("guess-{i}"));
         assert_refused(&conn.call(guess).await, "signature mismatch");
     }

@@ -1,6 +1,8 @@
 //! Test harness: a nameserver on 127.0.0.1:0 in this process, and a raw remoting connection.
 #![allow(dead_code)]
 
+/// Test certificates, shared with the transport crate's tests.
+#[path = "../../../transport/tests/common/pki.rs"]
 pub mod pki;
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! End-to-end tests of `namesrv::transport` over real TCP on 127.0.0.1: TLS modes, client auth,
+//! End-to-end tests of the `transport` crate over real TCP on 127.0.0.1: TLS modes, client auth,
 //! certificate hot reload, PROXY prefaces and the handshake timeout, through a tiny echo server.
 
 use std::io;
@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use namesrv::transport::{
+use ::transport::{
     negotiate, spawn_reloader_every, ClientAuth, TlsContext, TlsMode, TlsSettings, TransportError,
 };
 use rcgen::ExtendedKeyUsagePurpose;
@@ -185,7 +185,7 @@ fn test_mode(mode: TlsMode) -> Arc<TlsContext> {
     Arc::new(TlsContext::new(TlsSettings { mode, ..TlsSettings::default() }).unwrap())
 }
 
-/// Named `transport` so that `cargo test -p namesrv transport` selects these tests too.
+/// Named `transport` so that `cargo test transport` selects these tests too.
 mod transport {
     use super::*;
 

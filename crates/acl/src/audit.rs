@@ -2,15 +2,16 @@
 //! refused requests by reason.
 //!
 //! Every accepted state-changing request is logged with who sent it, from where, what it
-//! touched and its result: at `info`, except the periodic BROKER_HEARTBEAT and
-//! QUERY_DATA_VERSION (`debug`). Refusals are logged by the gate (`warn`). `RUST_LOG=audit=info`
+//! touched (as the server read it from the request: [`Touched`]) and its result: at `info`,
+//! except requests the server calls periodic (BROKER_HEARTBEAT, QUERY_DATA_VERSION: `debug`).
+//! Refusals are logged by the gate (`warn`). `RUST_LOG=audit=info`
 //! keeps only this trail; `audit=off` silences it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use remoting::{RemotingCommand, RequestCode as C};
+use remoting::RequestCode as C;
 use tracing::{debug, info};
 
 use super::policy::{access_of, Access};
@@ -46,16 +47,38 @@ impl std::fmt::Display for Who {
     }
 }
 
-/// Writes the audit line of an accepted request, if it changes state. `result` is the
-/// response code (`None` for a oneway request).
-pub fn record(who: &Who, peer: SocketAddr, request: &RemotingCommand, result: Option<i32>) {
-    if access_of(request.code) == Access::Read {
+/// What an accepted state-changing request touched, as the server read it from the request:
+/// this crate knows the names of no request's fields. A field the request does not carry is
+/// `None` and left out of the line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Touched<'a> {
+    pub cluster: Option<&'a str>,
+    pub broker: Option<&'a str>,
+    pub broker_addr: Option<&'a str>,
+    pub topic: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub key: Option<&'a str>,
+    /// The keys a configuration update sets (names only: values may be secrets).
+    pub config_keys: Option<String>,
+    /// Sent on a period (heartbeats, data-version queries): logged at `debug`, not `info`.
+    pub periodic: bool,
+}
+
+/// Writes the audit line of an accepted request with request code `code`, if it changes state
+/// ([`access_of`]); `touched` is called only then. `result` is the response code (`None` for a
+/// oneway request).
+pub fn record<'a>(
+    who: &Who,
+    peer: SocketAddr,
+    code: i32,
+    result: Option<i32>,
+    touched: impl FnOnce() -> Touched<'a>,
+) {
+    if access_of(code) == Access::Read {
         return;
     }
-    let code = C::from_i32(request.code);
-    // Fields a request does not carry are left out of the line.
-    let field = |name: &str| request.ext(name);
-    let config_keys = (code == C::UpdateNamesrvConfig).then(|| config_keys(request));
+    let touched = touched();
+    let request = C::from_i32(code);
     let result = result.map_or_else(|| "oneway".to_owned(), |c| c.to_string());
     macro_rules! line {
         ($level:ident) => {
@@ -63,32 +86,25 @@ pub fn record(who: &Who, peer: SocketAddr, request: &RemotingCommand, result: Op
                 target: TARGET,
                 who = %who,
                 peer = %peer,
-                code = request.code,
-                request = ?code,
-                cluster = field("clusterName"),
-                broker = field("brokerName"),
-                broker_addr = field("brokerAddr"),
-                topic = field("topic"),
-                namespace = field("namespace"),
-                key = field("key"),
-                config_keys = config_keys.as_deref(),
+                code,
+                request = ?request,
+                cluster = touched.cluster,
+                broker = touched.broker,
+                broker_addr = touched.broker_addr,
+                topic = touched.topic,
+                namespace = touched.namespace,
+                key = touched.key,
+                config_keys = touched.config_keys.as_deref(),
                 result = %result,
                 "accepted"
             )
         };
     }
-    if matches!(code, C::BrokerHeartbeat | C::QueryDataVersion) {
+    if touched.periodic {
         line!(debug);
     } else {
         line!(info);
     }
-}
-
-/// The keys an UPDATE_NAMESRV_CONFIG body sets (names only: values may be secrets).
-fn config_keys(request: &RemotingCommand) -> String {
-    crate::properties::parse_bytes(request.body_bytes())
-        .map(|entries| entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>().join(","))
-        .unwrap_or_default()
 }
 
 /// Why a request was refused; one counter each.
@@ -228,13 +244,5 @@ mod tests {
         for (i, a) in Accepted::ALL.iter().enumerate() {
             assert_eq!(*a as usize, i);
         }
-    }
-
-    #[test]
-    fn config_keys_name_the_keys_and_never_the_values() {
-        let request = RemotingCommand::request(C::UpdateNamesrvConfig)
-            .with_body(&b"orderMessageEnable=true\ntls.server.keyPassword=hunter2\n"[..]);
-        let keys = config_keys(&request);
-        assert_eq!(keys, "orderMessageEnable,tls.server.keyPassword");
     }
 }

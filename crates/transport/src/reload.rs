@@ -7,20 +7,18 @@
 //! caught half-written) the cert/key flags stay set, so the next change of either file retries,
 //! where Java would wait for both to change again.
 
-use std::collections::hash_map::DefaultHasher;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use conf::watch::{hash_file, poll_blocking};
 use tokio::task::JoinHandle;
 
 use super::settings::{TlsMode, TlsSettings};
 use super::tls::TlsContext;
 
-/// Java's poll interval.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
+pub use conf::watch::DEFAULT_INTERVAL;
 
 /// Starts the reloader with Java's 500 ms poll interval; see [`spawn_reloader_every`].
 pub fn spawn_reloader(
@@ -50,40 +48,6 @@ pub fn spawn_reloader_every(
         })
         .await;
     })
-}
-
-/// Runs `step` on `watcher` on the blocking pool every `interval` (the first time one interval
-/// from now) until `shutdown` completes; a step that panics ends the loop with an error naming
-/// `what`. The file watchers' loop (certificates, accounts).
-pub(crate) async fn poll_blocking<W: Send + 'static>(
-    mut watcher: W,
-    interval: Duration,
-    shutdown: impl Future,
-    what: &'static str,
-    step: impl Fn(&mut W) + Clone + Send + 'static,
-) {
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = ticker.tick() => {}
-        }
-        let step = step.clone();
-        match tokio::task::spawn_blocking(move || {
-            step(&mut watcher);
-            watcher
-        })
-        .await
-        {
-            Ok(w) => watcher = w,
-            Err(e) => {
-                tracing::error!(error = %e, "{what} stopped");
-                break;
-            }
-        }
-    }
 }
 
 /// Which of the three roles a file plays (one file may play several).
@@ -176,14 +140,6 @@ impl Watcher {
             }
         }
     }
-}
-
-/// A hash of the file's content; `None` when it cannot be read.
-pub(crate) fn hash_file(path: &Path) -> Option<u64> {
-    let bytes = std::fs::read(path).ok()?;
-    let mut hasher = DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 #[cfg(test)]

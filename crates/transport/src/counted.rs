@@ -1,34 +1,52 @@
 //! `Counted`: a stream wrapper that adds the bytes read and written to two counters (the
-//! `received_bytes_total` / `sent_bytes_total` metrics): one relaxed add on the thread's stripe
-//! per read or write call, not per byte.
+//! server's `received_bytes_total` / `sent_bytes_total`): one [`ByteCounter::add`] per read or
+//! write call, not per byte. The counter type is the caller's (the nameserver's is striped per
+//! thread); this crate knows no metrics.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use prometheus_client::metrics::counter::Counter;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::metrics::Striped;
+/// Where [`Counted`] adds the bytes it saw: a counter shared by every connection.
+pub trait ByteCounter: Send + Sync {
+    /// Adds `n` bytes.
+    fn add(&self, n: u64);
+}
 
-/// A byte counter shared by every connection.
-pub type ByteCounter = Counter<u64, Striped>;
+impl ByteCounter for AtomicU64 {
+    #[inline]
+    fn add(&self, n: u64) {
+        self.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+impl<C: ByteCounter + ?Sized> ByteCounter for Arc<C> {
+    #[inline]
+    fn add(&self, n: u64) {
+        (**self).add(n);
+    }
+}
 
 /// See the module documentation. With no counters it only forwards.
 #[derive(Debug)]
-pub struct Counted<S> {
+pub struct Counted<S, C> {
     inner: S,
-    counters: Option<(ByteCounter, ByteCounter)>,
+    counters: Option<(C, C)>,
 }
 
-impl<S> Counted<S> {
+impl<S, C> Counted<S, C> {
     /// Wraps `inner`; `counters` are (received, sent), `None` to count nothing.
-    pub fn new(inner: S, counters: Option<(ByteCounter, ByteCounter)>) -> Self {
+    pub fn new(inner: S, counters: Option<(C, C)>) -> Self {
         Self { inner, counters }
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+impl<S: AsyncRead + Unpin, C: ByteCounter + Unpin> AsyncRead for Counted<S, C> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -37,13 +55,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
         let before = buf.filled().len();
         ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
         if let Some((received, _)) = &self.counters {
-            received.inc_by((buf.filled().len() - before) as u64);
+            received.add((buf.filled().len() - before) as u64);
         }
         Poll::Ready(Ok(()))
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+impl<S: AsyncWrite + Unpin, C: ByteCounter + Unpin> AsyncWrite for Counted<S, C> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -51,7 +69,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     ) -> Poll<io::Result<usize>> {
         let n = ready!(Pin::new(&mut self.inner).poll_write(cx, buf))?;
         if let Some((_, sent)) = &self.counters {
-            sent.inc_by(n as u64);
+            sent.add(n as u64);
         }
         Poll::Ready(Ok(n))
     }
@@ -63,7 +81,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     ) -> Poll<io::Result<usize>> {
         let n = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))?;
         if let Some((_, sent)) = &self.counters {
-            sent.inc_by(n as u64);
+            sent.add(n as u64);
         }
         Poll::Ready(Ok(n))
     }
@@ -89,7 +107,7 @@ mod tests {
     #[tokio::test]
     async fn bytes_both_ways_are_counted() {
         let (a, mut b) = tokio::io::duplex(64);
-        let (received, sent) = (ByteCounter::default(), ByteCounter::default());
+        let (received, sent) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let mut counted = Counted::new(a, Some((received.clone(), sent.clone())));
         counted.write_all(b"hello").await.expect("write");
         let mut five = [0u8; 5];
@@ -97,6 +115,7 @@ mod tests {
         b.write_all(b"abc").await.expect("write");
         let mut three = [0u8; 3];
         counted.read_exact(&mut three).await.expect("read");
-        assert_eq!((received.get(), sent.get()), (3, 5));
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        assert_eq!((get(&received), get(&sent)), (3, 5));
     }
 }

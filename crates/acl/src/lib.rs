@@ -1,4 +1,6 @@
-//! Access control: decides, before any handler runs, whether a request may be served.
+//! Access control (who may do what): decides, before any handler runs, whether a request may be
+//! served — accounts, roles, the signature check, per-address failure windows, the accounts
+//! file's hot reload and the audit lines.
 //!
 //! Off by default (`authenticationEnabled=false`, Java-compatible): the server then holds no
 //! [`Auth`] and pays one `Option` check per request. When on, [`Auth::check`] accepts a request
@@ -9,8 +11,10 @@
 //! `globalWhiteRemoteAddresses` address. Anything else is a [`Refusal`], which `dispatch` turns
 //! into NO_PERMISSION (16) before the handler runs, so nothing of it is applied.
 //!
-//! Architecture invariant: this module never builds a response; it knows request codes only
-//! through [`policy::access_of`].
+//! Architecture invariant: this crate never builds a response and does not depend on the
+//! nameserver; it knows request codes only through [`policy::access_of`] (what an audit line
+//! says a request touched is handed to it, [`audit::Touched`]), and its settings only through
+//! [`Settings`].
 
 mod accounts;
 mod address;
@@ -18,6 +22,7 @@ pub mod audit;
 mod failures;
 pub mod policy;
 mod reload;
+mod settings;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -31,12 +36,11 @@ use tracing::{debug, info, warn};
 
 pub use accounts::{Account, Accounts, AccountsError};
 pub use address::AddrPattern;
-pub use audit::{Accepted, Counters, Reason, Who};
+pub use audit::{Accepted, Counters, Reason, Touched, Who};
 pub use failures::{Failures, Recorded, LIMIT as FAILURE_LIMIT, WINDOW as FAILURE_WINDOW};
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};
-
-use crate::config::{AuthMode, Config};
+pub use settings::{AuthMode, Settings};
 
 /// Why a request was refused. `Display` is the response remark: it says which check failed,
 /// never which secret or field was wrong.
@@ -123,23 +127,23 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// The gate for `config` when `authenticationEnabled` is on (`None` otherwise): reads the
+    /// The gate for `settings` when access control is enabled (`None` otherwise): reads the
     /// accounts file now (an unreadable or invalid file is an error: the server must not start
     /// without the accounts it was told to enforce) and warns when every user may read it.
-    pub fn from_config(config: &Config) -> Result<Option<Auth>, AccountsError> {
-        if !config.authentication_on() {
+    pub fn from_settings(settings: &Settings) -> Result<Option<Auth>, AccountsError> {
+        if !settings.enabled {
             return Ok(None);
         }
-        let path = config.auth_file();
+        let path = settings.path.clone();
         let accounts = Accounts::load(&path)?;
         warn_if_world_readable(&path);
         info!(
             path = %path.display(),
             accounts = accounts.len(),
-            mode = ?config.auth_mode(),
+            mode = ?settings.mode,
             "authentication enabled"
         );
-        Ok(Some(Auth::new(config.auth_mode(), path, accounts)))
+        Ok(Some(Auth::new(settings.mode, path, accounts)))
     }
 
     /// A gate with these accounts (`path` is what the reloader watches).

@@ -1,8 +1,10 @@
-//! Connection transport: optional PROXY preface, then TLS-or-plaintext on the same port, with
-//! certificate hot reload. Turns an accepted `TcpStream` into a byte stream for the frame codec.
+//! Bytes in from the network: an optional PROXY preface, then TLS-or-plaintext on the same
+//! port, with certificate hot reload, and the stream wrappers the server reads through (`Fair`,
+//! `Counted`). Turns an accepted `TcpStream` into a byte stream for the frame codec.
 //!
-//! Architecture invariant: nothing here knows about frames or `RemotingCommand`s; the layers end
-//! at the first RocketMQ byte, which is replayed untouched to the caller.
+//! Architecture invariant: nothing here knows about frames, requests or `RemotingCommand`s, nor
+//! the nameserver (this crate does not depend on it); the layers end at the first RocketMQ byte,
+//! which is replayed untouched to the caller.
 
 /// Implements `AsyncWrite` for a read-side wrapper `$ty<S>` by forwarding every call to its
 /// `inner` stream (the wrappers only change how reads behave).
@@ -68,7 +70,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 
 pub use proxy::{ProxyError, ProxyHeader};
-pub(crate) use reload::{hash_file, poll_blocking};
 pub use reload::{spawn_reloader, spawn_reloader_every, DEFAULT_INTERVAL};
 pub use rewind::Rewind;
 pub use settings::{
@@ -81,6 +82,9 @@ use unclean::UncleanEof;
 
 /// The first byte of a TLS record carrying a handshake message (the ClientHello).
 pub const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// How long a client may take for its PROXY preface and TLS handshake, from its first byte.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A bidirectional byte stream the connection handler can own and move across tasks.
 pub trait AsyncStream: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -159,6 +163,28 @@ impl TransportError {
             Self::Io(_) => "io",
         }
     }
+}
+
+/// Sets up a new connection once it sends its first byte: until then it is merely idle, bounded
+/// only by `idle` (Java bounds it only by the idle timeout, `IdleStateHandler`); from that byte
+/// on, [`negotiate`] within `handshake_timeout`.
+pub async fn accept(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    tls: &TlsContext,
+    idle: Option<Duration>,
+    handshake_timeout: Duration,
+) -> Result<Negotiated, TransportError> {
+    let mut byte = [0u8; 1];
+    let first_byte = tcp.peek(&mut byte);
+    match idle {
+        Some(idle) => match tokio::time::timeout(idle, first_byte).await {
+            Ok(peeked) => drop(peeked?),
+            Err(_) => return Err(TransportError::Timeout(idle)),
+        },
+        None => drop(first_byte.await?),
+    }
+    negotiate(tcp, peer, tls, handshake_timeout).await
 }
 
 /// Sets up an accepted connection: an optional PROXY v1/v2 preface, then TLS when the first data

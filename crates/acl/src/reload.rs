@@ -11,11 +11,11 @@ use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
 use super::{warn_if_world_readable, Accounts, Auth};
-use crate::transport::{hash_file, poll_blocking};
+use conf::watch::{hash_file, poll_blocking};
 
 /// Starts the reloader with the TLS reloader's 500 ms period; see [`spawn_reloader_every`].
 pub fn spawn_reloader(auth: Arc<Auth>, shutdown: impl Future + Send + 'static) -> JoinHandle<()> {
-    spawn_reloader_every(auth, crate::transport::DEFAULT_INTERVAL, shutdown)
+    spawn_reloader_every(auth, conf::watch::DEFAULT_INTERVAL, shutdown)
 }
 
 /// Starts a task that polls `auth`'s accounts file every `interval` and reloads it when its
@@ -70,7 +70,7 @@ impl Watcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AuthMode;
+    use crate::AuthMode;
 
     const ONE: &str = "accounts: [{accessKey: one, secretKey: s1, role: admin}]";
     const TWO: &str = "accounts: [{accessKey: two, secretKey: s2, role: reader}]";
