@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
@@ -23,7 +23,6 @@ use tracing::{debug, info, warn};
 use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
-use crate::listen::Listeners;
 use crate::metrics::clock::{RequestClock, Stamp};
 use crate::metrics::{PendingRequests, RequestResult};
 use crate::shutdown::{self, Shutdown};
@@ -32,26 +31,15 @@ use crate::state::{ConnCtx, Readiness, State};
 /// How long connections may take to drain after shutdown before they are dropped.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-/// Serves the remoting listener (and the HTTP listener, if any) with `state` until `shutdown`
-/// completes, then: `/readyz` turns 503, the server stops accepting (after the graceful window,
-/// if configured), lets every connection answer what it has already received, stops the
-/// background tasks, and only then stops the HTTP listener (so `/healthz` answers to the end).
-pub async fn serve(
-    listeners: impl Into<Listeners>,
-    state: Arc<State>,
-    shutdown: impl Future<Output = ()>,
-) {
-    let Listeners { remoting: listener, http } = listeners.into();
+/// Serves the remoting listener with `state` until `shutdown` completes, then: readiness turns to draining, the server stops
+/// accepting (after the graceful window, if configured), lets every connection answer what it
+/// has already received, stops the background tasks, writes the final route snapshot and closes
+/// the event stream. Whatever serves HTTP next to it is stopped by the caller after this returns
+/// (so `/healthz` answers to the end).
+pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Future<Output = ()>) {
     if let Ok(addr) = listener.local_addr() {
         state.set_remoting_addr(addr);
     }
-    let (http_trigger, mut http_shutdown) = shutdown::channel();
-    let http_task =
-        http.map(|http| {
-            tokio::spawn(crate::http::serve(http, state.clone(), async move {
-                http_shutdown.recv().await
-            }))
-        });
     let (trigger, conn_shutdown) = shutdown::channel();
     let background = crate::background::spawn_all(&state, &trigger);
     let mut conns = JoinSet::new();
@@ -92,7 +80,8 @@ pub async fn serve(
                 match listener.accept().await {
                     Ok((tcp, peer)) => {
                         if let Some(admitted) = admit(&state, peer) {
-                            let (state, shutdown) = (state.clone(), conn_shutdown.clone());
+                            let state = state.clone();
+                            let shutdown = conn_shutdown.clone();
                             conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
                         }
                     }
@@ -128,10 +117,6 @@ pub async fn serve(
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     state.events.close();
-    http_trigger.trigger();
-    if let Some(task) = http_task {
-        let _ = task.await;
-    }
     info!("nameserver stopped");
 }
 
@@ -559,7 +544,8 @@ mod tests {
             ..Config::default()
         };
         adjust(&mut config);
-        let state = crate::build_state(config).expect("state");
+        let state =
+            crate::build_state(config, transport::TlsContext::disabled(), None).expect("state");
         for n in values {
             state.kv.put("NS", &n.to_string(), Some(&"v".repeat(*n))).expect("put");
         }

@@ -219,7 +219,9 @@ impl State {
         self.remoting_addr.get().copied()
     }
 
-    pub(crate) fn set_remoting_addr(&self, addr: SocketAddr) {
+    /// Records the remoting listener's address (the first call wins): what the address server
+    /// answers. `server::serve` records it; whoever serves HTTP beside it may record it first.
+    pub fn set_remoting_addr(&self, addr: SocketAddr) {
         let _ = self.remoting_addr.set(addr);
     }
 

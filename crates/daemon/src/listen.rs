@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use tokio::net::TcpListener;
 
-use crate::config::Config;
+use namesrv::config::Config;
 
 /// The listeners the server serves.
 #[derive(Debug)]
@@ -16,12 +16,15 @@ pub struct Listeners {
     pub remoting: TcpListener,
     /// The HTTP listener (metrics, probes, API, dashboard, address server); `None`: no HTTP.
     pub http: Option<TcpListener>,
+    /// The embedded controller's port (its entry in `controllerDLegerPeers`), used only with
+    /// `enableControllerInNamesrv`; `None`: bound in the background when the controller starts.
+    pub controller: Option<TcpListener>,
 }
 
 impl From<TcpListener> for Listeners {
     /// Remoting only: no HTTP listener.
     fn from(remoting: TcpListener) -> Self {
-        Self { remoting, http: None }
+        Self { remoting, http: None, controller: None }
     }
 }
 
@@ -46,7 +49,9 @@ pub enum BindError {
     },
 }
 
-/// Binds the remoting listener and, unless `httpListenPort` is 0, the HTTP listener.
+/// Binds the remoting listener and, unless `httpListenPort` is 0, the HTTP listener (an
+/// embedded controller binds its own port when it starts: a port it cannot have never stops
+/// the nameserver).
 pub async fn bind(config: &Config) -> Result<Listeners, BindError> {
     let remoting =
         listen("bindAddress", &config.bind_address, "listenPort", config.listen_port).await?;
@@ -59,7 +64,7 @@ pub async fn bind(config: &Config) -> Result<Listeners, BindError> {
         };
         Some(listen(host_key, host, "httpListenPort", config.http_listen_port).await?)
     };
-    Ok(Listeners { remoting, http })
+    Ok(Listeners { remoting, http, controller: None })
 }
 
 /// Resolves `host` (IPv4, IPv6 with or without brackets, or a host name) and binds `port`.

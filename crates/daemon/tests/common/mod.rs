@@ -74,7 +74,8 @@ impl TestServer {
             ..Config::default()
         };
         adjust(&mut config);
-        let state = namesrv::build_state(config).expect("server state");
+        let daemon = daemon::Daemon::build(config).expect("server state");
+        let state = daemon.state().clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let http = if with_http {
@@ -84,8 +85,8 @@ impl TestServer {
         };
         let http_addr = http.as_ref().map(|l| l.local_addr().expect("http addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = namesrv::Listeners { remoting: listener, http };
-        let handle = tokio::spawn(namesrv::server::serve(listeners, state.clone(), async move {
+        let listeners = daemon::Listeners { remoting: listener, http, controller: None };
+        let handle = tokio::spawn(daemon.serve(listeners, async move {
             let _ = stopped.await;
         }));
         Self { addr, http: http_addr, dir, state, stop: Some(stop), handle: Some(handle) }

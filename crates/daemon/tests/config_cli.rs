@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use namesrv::cli::{parse_cli, CliAction, CliError};
+use daemon::cli::{parse_cli, CliAction, CliError};
 use namesrv::config::{Config, ConfigError, ConfigUpdateError, SharedConfig, FIXED_BLACK_LIST};
 
 fn cli(args: &[&str]) -> Result<CliAction, CliError> {

@@ -20,7 +20,7 @@ fn state(dir: &tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Arc<State
         ..Config::default()
     };
     adjust(&mut config);
-    namesrv::build_state(config).expect("state")
+    daemon::Daemon::build(config).expect("state").state().clone()
 }
 
 fn master() -> Broker {

@@ -1,5 +1,5 @@
 // Drives headless Chromium (Debian's, through playwright-core) over the dashboard for
-// crates/namesrv/tests/dashboard_browser.rs, which runs the server and asserts on what this
+// crates/daemon/tests/dashboard_browser.rs, which runs the server and asserts on what this
 // prints. Protocol on stdout: one JSON object per line; after {"step":"ready"} it waits for a
 // line on stdin (the test has registered a broker) before looking for the live event.
 //

@@ -2,6 +2,8 @@
 //! a frozen leader (SIGSTOP: cut off from everyone) cannot keep leading and steps down when it
 //! wakes up, and after every node is restarted from its store the group answers the same.
 
+/// The controller crate's test harness (its clients and request builders).
+#[path = "../../controller/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;

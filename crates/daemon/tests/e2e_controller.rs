@@ -100,6 +100,12 @@ async fn the_embedded_controller_serves_its_own_port_next_to_the_nameserver() {
     let refused = conn.call(RemotingCommand::request(RequestCode::ControllerGetMetadataInfo)).await;
     assert_eq!(refused.code, ResponseCode::RequestCodeNotSupported.to_i32());
     // ...but on the controller's, where the single node becomes leader.
+    leads_on(port).await;
+    child.kill().await.expect("kill");
+}
+
+/// Waits until the controller on `port` answers as the leader of group `embedded`.
+async fn leads_on(port: u16) {
     let mut controller = Conn::connect(format!("127.0.0.1:{port}").parse().expect("addr")).await;
     let deadline = tokio::time::Instant::now() + PROCESS_TIMEOUT;
     loop {
@@ -114,7 +120,48 @@ async fn the_embedded_controller_serves_its_own_port_next_to_the_nameserver() {
         assert!(tokio::time::Instant::now() < deadline, "the embedded controller never led");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    child.kill().await.expect("kill");
+}
+
+/// `daemon::run` — what the tests and the binary run — starts the embedded controller too (on
+/// the listener given), and stops it with the nameserver.
+#[tokio::test]
+async fn run_serves_the_embedded_controller_and_stops_it_with_the_nameserver() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let controller = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = controller.local_addr().expect("addr").port();
+    let config = daemon::Config::load(Some(&write_config(dir.path(), port, ""))).expect("config");
+    let remoting = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let ns = remoting.local_addr().expect("addr");
+    let listeners = daemon::Listeners { remoting, http: None, controller: Some(controller) };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(daemon::run(listeners, config, async move {
+        let _ = stopped.await;
+    }));
+    leads_on(port).await;
+    let mut conn = Conn::connect(ns).await;
+    let info = conn.call(RemotingCommand::request(RequestCode::GetBrokerClusterInfo)).await;
+    assert_eq!(info.code, ResponseCode::Success.to_i32());
+    assert!(dir.path().join("controller").is_dir(), "the controller opened its store");
+    drop(conn);
+    stop.send(()).expect("running");
+    tokio::time::timeout(PROCESS_TIMEOUT, server)
+        .await
+        .expect("stops in time")
+        .expect("task")
+        .expect("run returns Ok");
+    let refused = tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
+    assert!(refused.is_err(), "the controller port is closed once run returns");
+}
+
+/// A bad controller key makes `daemon::run` fail before it serves anything, naming the key.
+#[tokio::test]
+async fn run_refuses_a_bad_controller_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_config(dir.path(), free_port(), "controllerDLegerSelfId=n9\n");
+    let config = daemon::Config::load(Some(&path)).expect("the nameserver keys are fine");
+    let remoting = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let err = daemon::run(remoting, config, std::future::pending()).await.expect_err("refused");
+    assert!(err.to_string().contains("controllerDLegerSelfId"), "{err}");
 }
 
 #[tokio::test]

@@ -6,20 +6,11 @@ use std::ffi::OsString;
 pub use conf::cli::CliError;
 use conf::cli::{Program, Startup};
 
-use crate::config::Config;
+use namesrv::config::Config;
 
-/// What `main` should do after parsing the command line.
-#[derive(Debug)]
-// Built once at start-up and consumed at once: boxing the large variant buys nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum CliAction {
-    /// Start the server with this configuration. Print [`Config::load_message`] first.
-    Run(Config),
-    /// Print this text to stdout and exit 0 (`-p`).
-    Print(String),
-    /// Print this usage text to stdout and exit 0 (`-h`).
-    Help(String),
-}
+/// What `main` should do after parsing the command line: run (print [`Config::load_message`]
+/// first), print the keys, or print the usage.
+pub type CliAction = conf::cli::Action<Config>;
 
 /// Java: `NamesrvStartup#buildCommandlineOptions` + `ServerUtil#buildCommandlineOptions`
 const PROGRAM: Program =
@@ -45,14 +36,14 @@ where
             if print {
                 let mut text = config.load_message().map(|m| m + "\n").unwrap_or_default();
                 text.push_str(&config.to_print_text());
-                if let Some(controller) = crate::controller::controller_config(&config)? {
+                if let Some(controller) = crate::embedded::controller_config(&config)? {
                     // Java prints the controller's keys too when it is embedded.
                     text.push_str(&controller.to_print_text());
                 }
                 return Ok(CliAction::Print(text));
             }
             // A bad controller key stops start-up like any other bad value.
-            crate::controller::controller_config(&config)?;
+            crate::embedded::controller_config(&config)?;
             Ok(CliAction::Run(config))
         }
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::config::{Config, ConfigError};
+use namesrv::config::{Config, ConfigError};
 
 /// The controller configuration from the nameserver's file: its controller keys only, as Java
 /// applies the same properties to a fresh `ControllerConfig` (so `configStorePath` is the

@@ -277,10 +277,10 @@ fn a_missing_or_broken_accounts_file_stops_start_up_naming_the_key() {
         auth_config_path: Some(path.to_string_lossy().into_owned()),
         ..namesrv::Config::default()
     };
-    let err = namesrv::build_state(config(&path)).map(drop).expect_err("missing file");
+    let err = daemon::Daemon::build(config(&path)).map(drop).expect_err("missing file");
     assert!(err.to_string().contains("authConfigPath"), "{err}");
     write_accounts(&path, "accounts: [{accessKey: a, secretKey: 1234, role: admin}]");
-    let err = namesrv::build_state(config(&path)).map(drop).expect_err("a numeric secret");
+    let err = daemon::Daemon::build(config(&path)).map(drop).expect_err("a numeric secret");
     assert!(
         err.to_string().contains("authConfigPath") && err.to_string().contains("quotes"),
         "{err}"
