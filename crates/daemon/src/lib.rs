@@ -53,6 +53,7 @@ impl From<namesrv::StateError> for RunError {
 /// embedded controller's configuration.
 pub struct Daemon {
     state: Arc<State>,
+    tls: Arc<transport::TlsContext>,
     controller: Option<::controller::Config>,
 }
 
@@ -74,10 +75,10 @@ impl Daemon {
                 "client certificates are asked for but not checked: tls.server.authClient is false (Java's default), so any certificate is accepted and none is an identity; set tls.server.authClient=true and tls.server.trustCertPath to check them"
             );
         }
-        let tls = transport::TlsContext::new(settings)?;
+        let tls = Arc::new(transport::TlsContext::new(settings)?);
         let auth = acl::Auth::from_settings(&config.acl_settings())?.map(Arc::new);
-        let state = namesrv::build_state(config, tls, auth)?;
-        Ok(Daemon { state, controller })
+        let state = namesrv::build_state(config, auth)?;
+        Ok(Daemon { state, tls, controller })
     }
 
     /// The server state (its tables, counters and budgets).
@@ -92,7 +93,7 @@ impl Daemon {
     /// controller is given [`CONTROLLER_STOP_LIMIT`] to finish.
     pub async fn serve(self, listeners: impl Into<Listeners>, shutdown: impl Future<Output = ()>) {
         let Listeners { remoting, http, controller: controller_listener } = listeners.into();
-        let state = self.state;
+        let (state, tls) = (self.state, self.tls);
         let stop_controller = CancellationToken::new();
         let embedded = self.controller.map(|config| {
             embedded::spawn(config, controller_listener, stop_controller.clone().cancelled_owned())
@@ -102,8 +103,8 @@ impl Daemon {
         if let Some(auth) = &state.auth {
             tasks.push(acl::spawn_reloader(Arc::clone(auth), stopped.clone().cancelled_owned()));
         }
-        if state.tls.mode() != transport::TlsMode::Disabled {
-            let tls = Arc::clone(&state.tls);
+        if tls.mode() != transport::TlsMode::Disabled {
+            let tls = Arc::clone(&tls);
             tasks.push(transport::spawn_reloader(tls, stopped.clone().cancelled_owned()));
         }
         if let Ok(addr) = remoting.local_addr() {
@@ -111,10 +112,11 @@ impl Daemon {
         }
         let http = http.map(|listener| {
             let stopped = stopped.clone().cancelled_owned();
-            tokio::spawn(namesrv::http::serve(listener, Arc::clone(&state), stopped))
+            let ctx = ops::Context::new(Arc::clone(&state), Arc::clone(&tls));
+            tokio::spawn(ops::serve(listener, ctx, stopped))
         });
         let signal = stop_controller.clone();
-        namesrv::server::serve(remoting, state, async move {
+        namesrv::server::serve(remoting, tls, state, async move {
             shutdown.await;
             signal.cancel();
         })

@@ -11,7 +11,6 @@ pub mod config;
 pub mod dispatch;
 pub mod events;
 pub mod handler;
-pub mod http;
 pub mod kv;
 pub mod lane;
 pub mod limits;
@@ -42,16 +41,12 @@ pub enum StateError {
 
 /// Builds the server state from `config`: validates it, loads the KV store and restores the
 /// route snapshot (when `routeSnapshotEnable`), so that the routes are there before the first
-/// client is accepted. Connections negotiate TLS with `tls`; `auth` is the access-control gate
-/// (`None`: every request accepted). Blocking (file I/O).
-pub fn build_state(
-    config: Config,
-    tls: transport::TlsContext,
-    auth: Option<Arc<acl::Auth>>,
-) -> Result<Arc<State>, StateError> {
+/// client is accepted. `auth` is the access-control gate (`None`: every request accepted).
+/// Blocking (file I/O).
+pub fn build_state(config: Config, auth: Option<Arc<acl::Auth>>) -> Result<Arc<State>, StateError> {
     config.validate()?;
     let kv = kv::KvStore::load(&config.kv_config_path)?;
-    let mut state = State::new(Arc::new(SharedConfig::new(config)), kv, tls);
+    let mut state = State::new(Arc::new(SharedConfig::new(config)), kv);
     state.auth = auth;
     let state = Arc::new(state);
     if let Some(file) = &state.route_snapshot {

@@ -24,19 +24,26 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::metrics::clock::{RequestClock, Stamp};
-use crate::metrics::{PendingRequests, RequestResult};
+use crate::metrics::{ConnKind, PendingRequests, RequestResult};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
+use transport::TlsContext;
 
 /// How long connections may take to drain after shutdown before they are dropped.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-/// Serves the remoting listener with `state` until `shutdown` completes, then: readiness turns to draining, the server stops
+/// Serves the remoting listener with `state` until `shutdown` completes (connections negotiate
+/// their PROXY preface and TLS with `tls`), then: readiness turns to draining, the server stops
 /// accepting (after the graceful window, if configured), lets every connection answer what it
 /// has already received, stops the background tasks, writes the final route snapshot and closes
 /// the event stream. Whatever serves HTTP next to it is stopped by the caller after this returns
 /// (so `/healthz` answers to the end).
-pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<TlsContext>,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()>,
+) {
     if let Ok(addr) = listener.local_addr() {
         state.set_remoting_addr(addr);
     }
@@ -50,9 +57,9 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
                     if let Some(admitted) = admit(&state, peer) {
-                        let state = state.clone();
+                        let (state, tls) = (state.clone(), tls.clone());
                         let shutdown = conn_shutdown.clone();
-                        conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                        conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
                     }
                 }
                 Err(e) => {
@@ -80,9 +87,9 @@ pub async fn serve(listener: TcpListener, state: Arc<State>, shutdown: impl Futu
                 match listener.accept().await {
                     Ok((tcp, peer)) => {
                         if let Some(admitted) = admit(&state, peer) {
-                            let state = state.clone();
+                            let (state, tls) = (state.clone(), tls.clone());
                             let shutdown = conn_shutdown.clone();
-                            conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                            conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
                         }
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -137,6 +144,7 @@ fn admit(state: &State, peer: SocketAddr) -> Option<Admitted> {
 
 async fn accept_one(
     state: Arc<State>,
+    tls: Arc<TlsContext>,
     tcp: TcpStream,
     peer: SocketAddr,
     shutdown: Shutdown,
@@ -146,17 +154,13 @@ async fn accept_one(
         debug!(%peer, error = %e, "set_nodelay failed");
     }
     let (id, close) = state.open_connection();
-    let negotiated = transport::accept(
-        tcp,
-        peer,
-        &state.tls,
-        state.idle_timeout(),
-        transport::HANDSHAKE_TIMEOUT,
-    );
+    let negotiated =
+        transport::accept(tcp, peer, &tls, state.idle_timeout(), transport::HANDSHAKE_TIMEOUT);
     match negotiated.await {
         Ok(negotiated) => {
             let metrics = &state.metrics;
-            let labels = metrics.connection_opened(negotiated.tls, negotiated.proxied);
+            let kind = ConnKind { tls: negotiated.tls, proxied: negotiated.proxied };
+            metrics.connection_opened(kind);
             let ctx = ConnCtx {
                 certificate_cn: negotiated.certificate_cn.map(Arc::from),
                 ..ConnCtx::new(id, negotiated.peer, close)
@@ -166,10 +170,10 @@ async fn accept_one(
                 .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
             let stream = transport::Fair::new(transport::Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
-            state.metrics.connection_closed(&labels);
+            state.metrics.connection_closed(kind);
         }
         Err(e) => {
-            state.metrics.connections_refused.get_or_create(&[("reason", e.reason())]).inc();
+            state.metrics.connection_refused(e.reason());
             debug!(%peer, error = %e, "connection refused during negotiation");
         }
     }
@@ -544,8 +548,7 @@ mod tests {
             ..Config::default()
         };
         adjust(&mut config);
-        let state =
-            crate::build_state(config, transport::TlsContext::disabled(), None).expect("state");
+        let state = crate::build_state(config, None).expect("state");
         for n in values {
             state.kv.put("NS", &n.to_string(), Some(&"v".repeat(*n))).expect("put");
         }

@@ -1,5 +1,5 @@
-//! The server's shared state: config, route tables, KV store, the unregistration queue, the TLS
-//! context, the metrics and the readiness. One `Arc<State>` is shared by every connection,
+//! The server's shared state: config, route tables, KV store, the unregistration queue, the
+//! access-control gate, the metrics and the readiness. One `Arc<State>` is shared by every connection,
 //! background task and HTTP request.
 
 use std::net::SocketAddr;
@@ -15,7 +15,6 @@ use crate::config::SharedConfig;
 use crate::kv::KvStore;
 use crate::metrics::{Metrics, RemovalReason};
 use crate::route::{ConnId, Routes, UnregisterRequest};
-use transport::TlsContext;
 
 /// One accepted connection, as handlers see it.
 #[derive(Debug, Clone)]
@@ -65,8 +64,7 @@ pub struct State {
     pub config: Arc<SharedConfig>,
     pub routes: Routes,
     pub kv: Arc<KvStore>,
-    pub tls: Arc<TlsContext>,
-    /// Every Prometheus metric (see `metrics.rs`).
+    /// The counters the server records (see `metrics/mod.rs`; `crates/ops` exposes them).
     pub metrics: Metrics,
     /// Recent changes, for the API and its live stream (see `events.rs`).
     pub events: crate::events::Events,
@@ -101,8 +99,8 @@ pub struct State {
 }
 
 impl State {
-    /// Builds the state from a validated config, an already loaded KV store and a TLS context.
-    pub fn new(config: Arc<SharedConfig>, kv: KvStore, tls: TlsContext) -> Self {
+    /// Builds the state from a validated config and an already loaded KV store.
+    pub fn new(config: Arc<SharedConfig>, kv: KvStore) -> Self {
         let snapshot = config.snapshot();
         let capacity =
             usize::try_from(snapshot.un_register_broker_queue_capacity).unwrap_or(1).max(1);
@@ -112,7 +110,6 @@ impl State {
             config,
             routes: Routes::new(),
             kv: Arc::new(kv),
-            tls: Arc::new(tls),
             metrics: Metrics::new(snapshot.metrics_enable),
             events: crate::events::Events::default(),
             broker_versions: crate::versions::BrokerVersions::default(),

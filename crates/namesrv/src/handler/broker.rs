@@ -506,7 +506,6 @@ mod tests {
                 kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
                 ..Config::default()
             },
-            transport::TlsContext::disabled(),
             None,
         )
         .expect("state");

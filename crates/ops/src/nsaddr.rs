@@ -10,8 +10,9 @@ use axum::extract::{ConnectInfo, State as AxumState};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{ApiError, HttpPeer};
-use crate::state::State;
+use namesrv::state::State;
+
+use crate::{ApiError, HttpPeer};
 
 /// `GET /rocketmq/{subgroup}`: `httpNamesrvAddr`, or this server's own remoting address.
 pub async fn nsaddr(

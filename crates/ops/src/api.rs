@@ -20,11 +20,12 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use super::ApiError;
-use crate::events::Event;
-use crate::kv::ORDER_TOPIC_CONFIG;
-use crate::route::{BrokerRow, RouteForm, TopicFilter};
-use crate::state::State;
+use namesrv::events::Event;
+use namesrv::kv::ORDER_TOPIC_CONFIG;
+use namesrv::route::{BrokerRow, RouteForm, TopicFilter};
+use namesrv::state::State;
+
+use crate::{ApiError, Context};
 
 type Shared = Arc<State>;
 type QueryResult = Result<Query<HashMap<String, String>>, QueryRejection>;
@@ -43,7 +44,7 @@ pub const DEFAULT_PAGE: usize = 100;
 const SECRET_KEYS: &[&str] = &["tls.server.keyPassword"];
 
 /// The `/api/v1/` routes.
-pub fn routes() -> Router<Shared> {
+pub fn routes() -> Router<Context> {
     Router::new()
         .route("/api/v1/overview", get(overview))
         .route("/api/v1/clusters", get(clusters))
@@ -96,7 +97,7 @@ impl Params {
 async fn overview(AxumState(state): AxumState<Shared>) -> Json<Value> {
     let routes = state.routes.snapshot();
     let rows = routes.broker_rows();
-    let (version, commit) = crate::metrics::build_info();
+    let (version, commit) = crate::exposition::build_info();
     Json(json!({
         "version": version,
         "gitCommit": commit,
@@ -277,12 +278,67 @@ async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiEr
             "metrics are disabled (metricsEnable=false)",
         ));
     }
-    let snapshot = state.metrics.requests.snapshot();
+    let requests = &state.metrics.requests;
+    let totals: Vec<RequestTotal> = requests
+        .totals()
+        .into_iter()
+        .map(|t| RequestTotal {
+            code: t.code,
+            request: t.request,
+            result: t.result,
+            count: t.count,
+        })
+        .collect();
+    let durations: Vec<RequestDurations> = requests
+        .durations()
+        .into_iter()
+        .map(|d| RequestDurations {
+            code: d.code,
+            request: d.request,
+            count: d.histogram.count,
+            sum_seconds: d.histogram.sum_seconds,
+            buckets: d
+                .histogram
+                .cumulative()
+                .into_iter()
+                .filter(|(le, _)| le.is_finite())
+                .map(|(le, count)| Bucket { le, count })
+                .collect(),
+        })
+        .collect();
     Ok(Json(json!({
         "nowMs": state.now_ms(),
-        "requests": snapshot.totals,
-        "durations": snapshot.durations,
+        "requests": totals,
+        "durations": durations,
     })))
+}
+
+/// Requests of one code with one result, as `/api/v1/stats` lists them.
+#[derive(Serialize)]
+struct RequestTotal {
+    code: &'static str,
+    request: &'static str,
+    result: &'static str,
+    count: u64,
+}
+
+/// The latency histogram of one request code (cumulative buckets, +Inf left out: it is
+/// `count`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestDurations {
+    code: &'static str,
+    request: &'static str,
+    count: u64,
+    sum_seconds: f64,
+    buckets: Vec<Bucket>,
+}
+
+/// Observations at most `le` seconds.
+#[derive(Serialize)]
+struct Bucket {
+    le: f64,
+    count: u64,
 }
 
 /// `GET /api/v1/events?after=&limit=`: events after id `after`, oldest first.
@@ -293,7 +349,7 @@ async fn events(
     let params = Params::new(query, &["after", "limit"])?;
     let after = params.number("after", 0, usize::MAX)? as u64;
     let limit =
-        params.number("limit", crate::events::RING_CAPACITY, crate::events::RING_CAPACITY)?;
+        params.number("limit", namesrv::events::RING_CAPACITY, namesrv::events::RING_CAPACITY)?;
     let events: Vec<Arc<Event>> = state.events.since(after, limit);
     let events: Vec<&Event> = events.iter().map(|e| &**e).collect();
     Ok(Json(json!({"events": events})))

@@ -1,15 +1,21 @@
-//! The HTTP listener (axum, on the server's own tokio runtime): Prometheus metrics at
-//! `/metrics`, liveness at `/healthz`, readiness at `/readyz`, the JSON API under `/api/v1/`
-//! (`api.rs`), the address server at `/rocketmq/<subgroup>` (`nsaddr.rs`), the dashboard at
-//! `/` (`dashboard.rs`). Every error is
-//! JSON (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
+//! What operators look at: the HTTP listener (axum, on the server's own tokio runtime) with
+//! Prometheus metrics at `/metrics` (`exposition.rs`: the core's counters and the values read
+//! from the state at scrape time, `gauges.rs`, `process.rs`), liveness at `/healthz`,
+//! readiness at `/readyz`, the JSON API and its event stream under `/api/v1/` (`api.rs`), the
+//! address server at `/rocketmq/<subgroup>` (`nsaddr.rs`), the dashboard at `/`
+//! (`dashboard.rs`, `web/`). Every error is JSON
+//! (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
 //!
-//! Architecture invariant: HTTP handlers only read (`State` snapshots, the metrics, the event
-//! ring); nothing here changes the route tables or the KV store.
+//! Architecture invariants: this crate depends on the core (`namesrv`), never the reverse;
+//! HTTP handlers only read (`State` snapshots, the metrics, the event ring): nothing here
+//! changes the route tables or the KV store.
 
 mod api;
 mod dashboard;
+pub mod exposition;
+mod gauges;
 mod nsaddr;
+mod process;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::connect_info::Connected;
-use axum::extract::{MatchedPath, Request, State as AxumState};
+use axum::extract::{FromRef, MatchedPath, Request, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -28,10 +34,42 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
-use crate::metrics::{Format, StateGauges};
-use crate::state::{Readiness, State};
+use namesrv::state::{Readiness, State};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use transport::TlsContext;
 
-type Shared = Arc<State>;
+use crate::exposition::Format;
+
+/// Label set of `http_requests_total`: the route pattern and the status.
+pub(crate) type HttpLabels = [(&'static str, String); 2];
+
+/// What the HTTP handlers read: the server state, the TLS context (its reload counts) and
+/// this listener's own request counter. Clones share everything.
+#[derive(Clone)]
+pub struct Context {
+    /// The nameserver's state.
+    pub state: Arc<State>,
+    /// The remoting listener's TLS context.
+    pub tls: Arc<TlsContext>,
+    /// `http_requests_total{handler,status}`: requests to this HTTP listener.
+    pub(crate) http_requests: Family<HttpLabels, Counter>,
+}
+
+impl Context {
+    /// The surface over `state`, whose connections negotiate TLS with `tls`.
+    pub fn new(state: Arc<State>, tls: Arc<TlsContext>) -> Self {
+        Self { state, tls, http_requests: Family::default() }
+    }
+}
+
+impl FromRef<Context> for Arc<State> {
+    fn from_ref(ctx: &Context) -> Self {
+        Arc::clone(&ctx.state)
+    }
+}
+
+type Shared = Context;
 
 /// How long open HTTP connections (a dashboard's event stream, a slow scrape) may take to
 /// finish once the server has stopped.
@@ -42,14 +80,14 @@ const HTTP_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// [`HTTP_DRAIN_LIMIT`] to finish.
 pub async fn serve(
     listener: TcpListener,
-    state: Arc<State>,
+    ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
     }
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let service = router(state).into_make_service_with_connect_info::<HttpPeer>();
+    let service = router(ctx).into_make_service_with_connect_info::<HttpPeer>();
     let server = axum::serve(listener, service).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stopped_tx.send(());
@@ -69,7 +107,7 @@ pub async fn serve(
 }
 
 /// Every route of the HTTP listener.
-pub fn router(state: Arc<State>) -> Router {
+pub fn router(state: Context) -> Router {
     Router::new()
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::script))
@@ -163,10 +201,8 @@ async fn count_request(
     response
 }
 
-fn count(state: &State, handler: String, status: StatusCode) {
-    state
-        .metrics
-        .http_requests
+fn count(ctx: &Context, handler: String, status: StatusCode) {
+    ctx.http_requests
         .get_or_create(&[("handler", handler), ("status", status.as_u16().to_string())])
         .inc();
 }
@@ -174,17 +210,17 @@ fn count(state: &State, handler: String, status: StatusCode) {
 /// `GET /metrics`: every metric, in OpenMetrics when the `Accept` header asks for it, else in
 /// the Prometheus text format; 404 when `metricsEnable` is false.
 async fn metrics(
-    AxumState(state): AxumState<Shared>,
+    AxumState(ctx): AxumState<Shared>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    if !state.metrics.enabled() {
+    if !ctx.state.metrics.enabled() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "metrics are disabled (metricsEnable=false)",
         ));
     }
     let format = Format::from_accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let text = state.metrics.encode(&StateGauges::read(&state), format).map_err(|e| {
+    let text = exposition::encode(&ctx, format).map_err(|e| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode metrics: {e}"))
     })?;
     Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
@@ -198,7 +234,7 @@ async fn healthz() -> &'static str {
 
 /// `GET /readyz`: 200 while serving the remoting port with the KV store loaded; 503 before,
 /// and from the moment a shutdown begins (so load balancers drain first).
-async fn readyz(AxumState(state): AxumState<Shared>) -> Response {
+async fn readyz(AxumState(state): AxumState<Arc<State>>) -> Response {
     match state.readiness() {
         Readiness::Ready => (StatusCode::OK, "ready\n").into_response(),
         Readiness::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response(),
