@@ -17,10 +17,10 @@ pub mod limits;
 pub mod metrics;
 pub mod route;
 pub mod server;
-pub mod shutdown;
+pub(crate) mod shutdown;
 pub mod snapshot;
 pub mod state;
-pub mod versions;
+pub(crate) mod versions;
 
 pub(crate) use conf::persist;
 pub use conf::properties;

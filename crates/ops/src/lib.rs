@@ -12,7 +12,7 @@
 
 mod api;
 mod dashboard;
-pub mod exposition;
+mod exposition;
 mod gauges;
 mod nsaddr;
 mod process;
@@ -107,7 +107,7 @@ pub async fn serve(
 }
 
 /// Every route of the HTTP listener.
-pub fn router(state: Context) -> Router {
+pub(crate) fn router(state: Context) -> Router {
     Router::new()
         .route("/", get(dashboard::index))
         .route("/assets/app.js", get(dashboard::script))
@@ -140,7 +140,7 @@ impl Connected<IncomingStream<'_, TcpListener>> for HttpPeer {
 
 /// A JSON error answer.
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     pub status: StatusCode,
     pub message: String,
 }
