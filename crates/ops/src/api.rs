@@ -279,16 +279,6 @@ async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiEr
         ));
     }
     let requests = &state.metrics.requests;
-    let totals: Vec<RequestTotal> = requests
-        .totals()
-        .into_iter()
-        .map(|t| RequestTotal {
-            code: t.code,
-            request: t.request,
-            result: t.result,
-            count: t.count,
-        })
-        .collect();
     let durations: Vec<RequestDurations> = requests
         .durations()
         .into_iter()
@@ -308,18 +298,9 @@ async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiEr
         .collect();
     Ok(Json(json!({
         "nowMs": state.now_ms(),
-        "requests": totals,
+        "requests": requests.totals(),
         "durations": durations,
     })))
-}
-
-/// Requests of one code with one result, as `/api/v1/stats` lists them.
-#[derive(Serialize)]
-struct RequestTotal {
-    code: &'static str,
-    request: &'static str,
-    result: &'static str,
-    count: u64,
 }
 
 /// The latency histogram of one request code (cumulative buckets, +Inf left out: it is

@@ -75,8 +75,9 @@ static SLOT_OF_CODE: LazyLock<Box<[u8]>> = LazyLock::new(|| {
     table
 });
 
-/// Requests of one code with one result (`requests_total{code,request,result}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Requests of one code with one result (`requests_total{code,request,result}`; serialized as
+/// the JSON API lists it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RequestTotal {
     /// The request code (`other` for codes this server does not know).
     pub code: &'static str,
