@@ -184,16 +184,20 @@ class Artifacts:
         return self._once("go", build)
 
     def _cargo_build(self):
-        """`cargo build --release` of our binaries (once): namesrv, plus controller (mqcontroller)
-        when `want_controller` is set and admin (mqadmin) when `want_admin` is, each when the
-        workspace has that crate. Returns the bin dir."""
+        """`cargo build --release` of our binaries (once): daemon (mqnamesrv and mqcontroller;
+        an older checkout: namesrv, plus controller when `want_controller` is set) and admin
+        (mqadmin) when `want_admin` is, each when the workspace has that crate. Returns the bin
+        dir."""
         def build():
             target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
             if not os.path.isabs(target):
                 target = os.path.join(ROOT, target)
-            pkgs = ["-p", "namesrv"]
-            if self.want_controller and os.path.exists(os.path.join(ROOT, "crates", "controller", "Cargo.toml")):
-                pkgs += ["-p", "controller"]
+            if os.path.exists(os.path.join(ROOT, "crates", "daemon", "Cargo.toml")):
+                pkgs = ["-p", "daemon"]
+            else:
+                pkgs = ["-p", "namesrv"]
+                if self.want_controller and os.path.exists(os.path.join(ROOT, "crates", "controller", "Cargo.toml")):
+                    pkgs += ["-p", "controller"]
             if self.want_admin and os.path.exists(os.path.join(ROOT, "crates", "admin", "Cargo.toml")):
                 pkgs += ["-p", "admin"]
             cmd = ["cargo", "build", "--release"] + pkgs

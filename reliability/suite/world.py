@@ -47,7 +47,7 @@ class World:
         else:
             say("building mqnamesrv and nsfault (cargo build --release) ...")
             rc, out, secs = self.procs.run(
-                "cargo-build", ["cargo", "build", "--release", "-p", "namesrv", "-p", "bench",
+                "cargo-build", ["cargo", "build", "--release", "-p", "daemon", "-p", "bench",
                                 "--bin", "mqnamesrv", "--bin", "nsfault"], timeout=2400, cwd=ROOT)
             if rc != 0:
                 raise Fail("cargo build failed (rc=%s):\n%s" % (rc, out[-4000:]))

@@ -1,4 +1,4 @@
-//! The broker registration agent against real nameservers (`namesrv::run`) and against a fake
+//! The broker registration agent against real nameservers (`daemon::run`) and against a fake
 //! server that records what arrives.
 
 mod common;

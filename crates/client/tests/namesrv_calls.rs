@@ -1,4 +1,4 @@
-//! Every typed nameserver call over TCP against the real server (`namesrv::run`).
+//! Every typed nameserver call over TCP against the real server (`daemon::run`).
 
 mod common;
 

@@ -43,6 +43,20 @@ impl CliError {
     }
 }
 
+/// What a server binary's `main` should do once its command line is parsed and its
+/// configuration `C` loaded.
+#[derive(Debug)]
+// Built once at start-up and consumed at once: boxing the large variant buys nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Action<C> {
+    /// Start the server with this configuration (print its load message first).
+    Run(C),
+    /// Print this text to stdout and exit 0 (`-p`).
+    Print(String),
+    /// Print this usage text to stdout and exit 0 (`-h`).
+    Help(String),
+}
+
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Startup {

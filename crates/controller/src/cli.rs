@@ -8,17 +8,9 @@ use conf::cli::{Program, Startup};
 
 use crate::config::Config;
 
-/// What `main` should do after parsing the command line.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-pub enum CliAction {
-    /// Start the controller with this configuration. Print [`Config::load_message`] first.
-    Run(Config),
-    /// Print this text to stdout and exit 0 (`-p`).
-    Print(String),
-    /// Print this usage text to stdout and exit 0 (`-h`).
-    Help(String),
-}
+/// What `main` should do after parsing the command line: run (print [`Config::load_message`]
+/// first), print the keys, or print the usage.
+pub type CliAction = conf::cli::Action<Config>;
 
 /// Java: `ControllerStartup#buildCommandlineOptions` + `ServerUtil#buildCommandlineOptions`
 const PROGRAM: Program =

@@ -1,5 +1,6 @@
-//! Background tasks: the liveness scan, the batched unregistration, the route snapshot writer
-//! and the TLS and accounts file reloaders. Each stops on shutdown.
+//! Background tasks: the liveness scan, the batched unregistration and the route snapshot
+//! writer. Each stops on shutdown. (The certificate and accounts file watchers belong to
+//! `transport` and `acl`; the daemon runs them.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,19 +24,6 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
     ];
     if state.route_snapshot.is_some() {
         tasks.push(tokio::spawn(crate::snapshot::writer_loop(state.clone(), trigger.subscribe())));
-    }
-    if let Some(auth) = &state.auth {
-        let mut shutdown = trigger.subscribe();
-        tasks.push(crate::auth::spawn_reloader(
-            Arc::clone(auth),
-            async move { shutdown.recv().await },
-        ));
-    }
-    if state.tls.mode() != crate::transport::TlsMode::Disabled {
-        let mut shutdown = trigger.subscribe();
-        tasks.push(crate::transport::spawn_reloader(state.tls.clone(), async move {
-            shutdown.recv().await
-        }));
     }
     tasks
 }

@@ -457,35 +457,7 @@ pub const FIXED_BLACK_LIST: [&str; 8] = [
     "authenticationMode",
 ];
 
-/// Which requests must be authenticated when `authenticationEnabled` is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AuthMode {
-    /// Only state-changing requests (broker registration, KV and config writes, permission
-    /// changes, topic deletion); reads stay open so unmodified clients keep working.
-    #[default]
-    Writes,
-    /// Every request, reads included.
-    All,
-}
-
-impl AuthMode {
-    /// The value as written in the config: `writes` or `all`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuthMode::Writes => "writes",
-            AuthMode::All => "all",
-        }
-    }
-
-    /// `writes` or `all`.
-    fn parse(raw: &str) -> Option<AuthMode> {
-        match raw {
-            "writes" => Some(AuthMode::Writes),
-            "all" => Some(AuthMode::All),
-            _ => None,
-        }
-    }
-}
+pub use acl::AuthMode;
 
 impl Config {
     /// Builds the start-up configuration: defaults, then the `-c` file if given (typed keys
@@ -612,6 +584,16 @@ impl Config {
     /// `authenticationMode`, `writes` when unset (a bad value never gets past [`Config::validate`]).
     pub fn auth_mode(&self) -> AuthMode {
         self.authentication_mode.as_deref().and_then(AuthMode::parse).unwrap_or_default()
+    }
+
+    /// The access-control settings these keys make (`authenticationEnabled`,
+    /// `authenticationMode`, `authConfigPath`).
+    pub fn acl_settings(&self) -> acl::Settings {
+        acl::Settings {
+            enabled: self.authentication_on(),
+            mode: self.auth_mode(),
+            path: self.auth_file(),
+        }
     }
 
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use remoting::{version, RemotingCommand, RequestCode as C, ResponseCode};
 use tracing::{debug, warn};
 
-use crate::auth::{self, Caller, Refusal, Who};
 use crate::handler::{broker, config, kv, route, topic};
 use crate::state::{ConnCtx, State};
+use acl::{Caller, Refusal, Touched, Who};
 
 /// What a handler answers: a response to send, or an error mapped to a response here.
 pub type HandlerResult = Result<RemotingCommand, HandlerError>;
@@ -125,13 +125,39 @@ pub async fn dispatch_admitted(
         };
         result.unwrap_or_else(|e| error_response(&request, e))
     };
-    auth::audit::record(&who, conn.peer, &request, (!request.is_oneway()).then_some(response.code));
+    audit(&who, conn, &request, (!request.is_oneway()).then_some(response.code));
     if request.is_oneway() {
         return None;
     }
     let mut response = response.respond_to(&request);
     response.serialize_type = state.serialize_type();
     Some(response)
+}
+
+/// The audit line of an accepted request (written only for requests that change state): what
+/// it touched, read from its fields.
+fn audit(who: &Who, conn: &ConnCtx, request: &RemotingCommand, result: Option<i32>) {
+    acl::audit::record(who, conn.peer, request.code, result, || {
+        let code = C::from_i32(request.code);
+        let field = |name: &str| request.ext(name);
+        Touched {
+            cluster: field("clusterName"),
+            broker: field("brokerName"),
+            broker_addr: field("brokerAddr"),
+            topic: field("topic"),
+            namespace: field("namespace"),
+            key: field("key"),
+            config_keys: (code == C::UpdateNamesrvConfig).then(|| config_keys(request)),
+            periodic: matches!(code, C::BrokerHeartbeat | C::QueryDataVersion),
+        }
+    });
+}
+
+/// The keys an UPDATE_NAMESRV_CONFIG body sets (names only: values may be secrets).
+fn config_keys(request: &RemotingCommand) -> String {
+    crate::properties::parse_bytes(request.body_bytes())
+        .map(|entries| entries.into_iter().map(|(k, _)| k).collect::<Vec<_>>().join(","))
+        .unwrap_or_default()
 }
 
 /// The only mapping from an error to the wire.
@@ -152,5 +178,18 @@ fn error_response(request: &RemotingCommand, error: HandlerError) -> RemotingCom
         HandlerError::Refused(refusal) => {
             RemotingCommand::response(ResponseCode::NoPermission, Some(refusal.to_string()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_keys_name_the_keys_and_never_the_values() {
+        let request = RemotingCommand::request(C::UpdateNamesrvConfig)
+            .with_body(&b"orderMessageEnable=true\ntls.server.keyPassword=hunter2\n"[..]);
+        let keys = config_keys(&request);
+        assert_eq!(keys, "orderMessageEnable,tls.server.keyPassword");
     }
 }

@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
 use remoting::RemotingCommand;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::codec::Framed;
@@ -23,36 +23,30 @@ use tracing::{debug, info, warn};
 use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
-use crate::listen::Listeners;
 use crate::metrics::clock::{RequestClock, Stamp};
-use crate::metrics::{PendingRequests, RequestResult};
+use crate::metrics::{ConnKind, PendingRequests, RequestResult};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
-use crate::transport::Counted;
+use transport::TlsContext;
 
 /// How long connections may take to drain after shutdown before they are dropped.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-/// Serves the remoting listener (and the HTTP listener, if any) with `state` until `shutdown`
-/// completes, then: `/readyz` turns 503, the server stops accepting (after the graceful window,
-/// if configured), lets every connection answer what it has already received, stops the
-/// background tasks, and only then stops the HTTP listener (so `/healthz` answers to the end).
+/// Serves the remoting listener with `state` until `shutdown` completes (connections negotiate
+/// their PROXY preface and TLS with `tls`), then: readiness turns to draining, the server stops
+/// accepting (after the graceful window, if configured), lets every connection answer what it
+/// has already received, stops the background tasks, writes the final route snapshot and closes
+/// the event stream. Whatever serves HTTP next to it is stopped by the caller after this returns
+/// (so `/healthz` answers to the end).
 pub async fn serve(
-    listeners: impl Into<Listeners>,
+    listener: TcpListener,
+    tls: Arc<TlsContext>,
     state: Arc<State>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let Listeners { remoting: listener, http } = listeners.into();
     if let Ok(addr) = listener.local_addr() {
         state.set_remoting_addr(addr);
     }
-    let (http_trigger, mut http_shutdown) = shutdown::channel();
-    let http_task =
-        http.map(|http| {
-            tokio::spawn(crate::http::serve(http, state.clone(), async move {
-                http_shutdown.recv().await
-            }))
-        });
     let (trigger, conn_shutdown) = shutdown::channel();
     let background = crate::background::spawn_all(&state, &trigger);
     let mut conns = JoinSet::new();
@@ -63,9 +57,9 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
                     if let Some(admitted) = admit(&state, peer) {
-                        let state = state.clone();
+                        let (state, tls) = (state.clone(), tls.clone());
                         let shutdown = conn_shutdown.clone();
-                        conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                        conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
                     }
                 }
                 Err(e) => {
@@ -93,8 +87,9 @@ pub async fn serve(
                 match listener.accept().await {
                     Ok((tcp, peer)) => {
                         if let Some(admitted) = admit(&state, peer) {
-                            let (state, shutdown) = (state.clone(), conn_shutdown.clone());
-                            conns.spawn(accept_one(state, tcp, peer, shutdown, admitted));
+                            let (state, tls) = (state.clone(), tls.clone());
+                            let shutdown = conn_shutdown.clone();
+                            conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
                         }
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -129,10 +124,6 @@ pub async fn serve(
     let lane_state = Arc::clone(&state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     state.events.close();
-    http_trigger.trigger();
-    if let Some(task) = http_task {
-        let _ = task.await;
-    }
     info!("nameserver stopped");
 }
 
@@ -153,6 +144,7 @@ fn admit(state: &State, peer: SocketAddr) -> Option<Admitted> {
 
 async fn accept_one(
     state: Arc<State>,
+    tls: Arc<TlsContext>,
     tcp: TcpStream,
     peer: SocketAddr,
     shutdown: Shutdown,
@@ -162,10 +154,13 @@ async fn accept_one(
         debug!(%peer, error = %e, "set_nodelay failed");
     }
     let (id, close) = state.open_connection();
-    match state.negotiate(tcp, peer).await {
+    let negotiated =
+        transport::accept(tcp, peer, &tls, state.idle_timeout(), transport::HANDSHAKE_TIMEOUT);
+    match negotiated.await {
         Ok(negotiated) => {
             let metrics = &state.metrics;
-            let labels = metrics.connection_opened(negotiated.tls, negotiated.proxied);
+            let kind = ConnKind { tls: negotiated.tls, proxied: negotiated.proxied };
+            metrics.connection_opened(kind);
             let ctx = ConnCtx {
                 certificate_cn: negotiated.certificate_cn.map(Arc::from),
                 ..ConnCtx::new(id, negotiated.peer, close)
@@ -173,12 +168,12 @@ async fn accept_one(
             let counters = metrics
                 .enabled()
                 .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
-            let stream = crate::transport::Fair::new(Counted::new(negotiated.stream, counters));
+            let stream = transport::Fair::new(transport::Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
-            state.metrics.connection_closed(&labels);
+            state.metrics.connection_closed(kind);
         }
         Err(e) => {
-            state.metrics.connections_refused.get_or_create(&[("reason", e.reason())]).inc();
+            state.metrics.connection_refused(e.reason());
             debug!(%peer, error = %e, "connection refused during negotiation");
         }
     }
@@ -553,7 +548,7 @@ mod tests {
             ..Config::default()
         };
         adjust(&mut config);
-        let state = crate::build_state(config).expect("state");
+        let state = crate::build_state(config, None).expect("state");
         for n in values {
             state.kv.put("NS", &n.to_string(), Some(&"v".repeat(*n))).expect("put");
         }

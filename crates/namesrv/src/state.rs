@@ -1,5 +1,5 @@
-//! The server's shared state: config, route tables, KV store, the unregistration queue, the TLS
-//! context, the metrics and the readiness. One `Arc<State>` is shared by every connection,
+//! The server's shared state: config, route tables, KV store, the unregistration queue, the
+//! access-control gate, the metrics and the readiness. One `Arc<State>` is shared by every connection,
 //! background task and HTTP request.
 
 use std::net::SocketAddr;
@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use remoting::SerializeType;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -16,10 +15,6 @@ use crate::config::SharedConfig;
 use crate::kv::KvStore;
 use crate::metrics::{Metrics, RemovalReason};
 use crate::route::{ConnId, Routes, UnregisterRequest};
-use crate::transport::{self, TlsContext, TransportError};
-
-/// How long a client may take for its PROXY preface and TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One accepted connection, as handlers see it.
 #[derive(Debug, Clone)]
@@ -69,8 +64,7 @@ pub struct State {
     pub config: Arc<SharedConfig>,
     pub routes: Routes,
     pub kv: Arc<KvStore>,
-    pub tls: Arc<TlsContext>,
-    /// Every Prometheus metric (see `metrics.rs`).
+    /// The counters the server records (see `metrics/mod.rs`; `crates/ops` exposes them).
     pub metrics: Metrics,
     /// Recent changes, for the API and its live stream (see `events.rs`).
     pub events: crate::events::Events,
@@ -81,7 +75,7 @@ pub struct State {
     /// A [`Readiness`] as a byte.
     readiness: AtomicU8,
     /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
-    pub auth: Option<Arc<crate::auth::Auth>>,
+    pub auth: Option<Arc<acl::Auth>>,
     unregister_tx: mpsc::Sender<QueuedUnregister>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     started: tokio::time::Instant,
@@ -105,8 +99,8 @@ pub struct State {
 }
 
 impl State {
-    /// Builds the state from a validated config, an already loaded KV store and a TLS context.
-    pub fn new(config: Arc<SharedConfig>, kv: KvStore, tls: TlsContext) -> Self {
+    /// Builds the state from a validated config and an already loaded KV store.
+    pub fn new(config: Arc<SharedConfig>, kv: KvStore) -> Self {
         let snapshot = config.snapshot();
         let capacity =
             usize::try_from(snapshot.un_register_broker_queue_capacity).unwrap_or(1).max(1);
@@ -116,7 +110,6 @@ impl State {
             config,
             routes: Routes::new(),
             kv: Arc::new(kv),
-            tls: Arc::new(tls),
             metrics: Metrics::new(snapshot.metrics_enable),
             events: crate::events::Events::default(),
             broker_versions: crate::versions::BrokerVersions::default(),
@@ -223,7 +216,9 @@ impl State {
         self.remoting_addr.get().copied()
     }
 
-    pub(crate) fn set_remoting_addr(&self, addr: SocketAddr) {
+    /// Records the remoting listener's address (the first call wins): what the address server
+    /// answers. `server::serve` records it; whoever serves HTTP beside it may record it first.
+    pub fn set_remoting_addr(&self, addr: SocketAddr) {
         let _ = self.remoting_addr.set(addr);
     }
 
@@ -280,25 +275,5 @@ impl State {
             debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
             self.submit_unregister(request, RemovalReason::ConnectionClosed);
         }
-    }
-
-    /// PROXY preface and TLS detection for a new connection.
-    pub(crate) async fn negotiate(
-        &self,
-        tcp: TcpStream,
-        peer: SocketAddr,
-    ) -> Result<transport::Negotiated, TransportError> {
-        // Until its first byte a connection is merely idle: Java bounds it only by the idle
-        // timeout (IdleStateHandler), so the handshake limit starts with the first byte.
-        let mut byte = [0u8; 1];
-        let first_byte = tcp.peek(&mut byte);
-        match self.idle_timeout() {
-            Some(idle) => match tokio::time::timeout(idle, first_byte).await {
-                Ok(peeked) => drop(peeked?),
-                Err(_) => return Err(TransportError::Timeout(idle)),
-            },
-            None => drop(first_byte.await?),
-        }
-        transport::negotiate(tcp, peer, &self.tls, HANDSHAKE_TIMEOUT).await
     }
 }

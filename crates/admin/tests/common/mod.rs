@@ -1,4 +1,4 @@
-//! Test harness for the `mqadmin` binary: real nameservers (`namesrv::run`) on 127.0.0.1 in a
+//! Test harness for the `mqadmin` binary: real nameservers (`daemon::run`) on 127.0.0.1 in a
 //! background runtime, brokers registered through the client crate, and a runner for the binary.
 #![allow(dead_code)]
 
@@ -142,10 +142,10 @@ impl Net {
 async fn start_server(accounts: Option<&str>) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |f: &str| dir.path().join(f).to_string_lossy().into_owned();
-    let mut config = namesrv::Config {
+    let mut config = daemon::Config {
         kv_config_path: path("kvConfig.json"),
         config_store_path: path("namesrv.properties"),
-        ..namesrv::Config::default()
+        ..daemon::Config::default()
     };
     if let Some(accounts) = accounts {
         std::fs::write(dir.path().join("auth.yml"), accounts).expect("accounts file");
@@ -155,7 +155,7 @@ async fn start_server(accounts: Option<&str>) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(namesrv::run(listener, config, async move {
+    tokio::spawn(daemon::run(listener, config, async move {
         let _ = stopped.await;
     }));
     Server { addr, _dir: dir, _stop: stop }

@@ -1,4 +1,4 @@
-//! Test harness: a real nameserver (`namesrv::run`) on 127.0.0.1 in this process, stoppable and
+//! Test harness: a real nameserver (`daemon::run`) on 127.0.0.1 in this process, stoppable and
 //! restartable on the same port, plus polling helpers with bounded time.
 #![allow(dead_code)]
 
@@ -6,7 +6,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use namesrv::Config;
+use daemon::Config;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -18,7 +18,7 @@ pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
-    handle: Option<JoinHandle<Result<(), namesrv::RunError>>>,
+    handle: Option<JoinHandle<Result<(), daemon::RunError>>>,
 }
 
 impl TestServer {
@@ -58,7 +58,7 @@ impl TestServer {
         let listener = bind_retrying(addr).await;
         let addr = listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
-        let handle = tokio::spawn(namesrv::run(listener, config, async move {
+        let handle = tokio::spawn(daemon::run(listener, config, async move {
             let _ = stopped.await;
         }));
         Self { addr, dir, stop: Some(stop), handle: Some(handle) }

@@ -501,10 +501,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_registration_waiting_for_the_lane_has_already_refreshed_its_broker() {
         let dir = tempfile::tempdir().expect("dir");
-        let state = crate::build_state(Config {
-            kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
-            ..Config::default()
-        })
+        let state = crate::build_state(
+            Config {
+                kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
+                ..Config::default()
+            },
+            None,
+        )
         .expect("state");
         let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
         let first = registration(2_000, 1);

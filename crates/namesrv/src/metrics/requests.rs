@@ -6,17 +6,9 @@
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
 use remoting::{RequestCode, ResponseCode};
 
-use super::striped::{DurationHistogram, Striped, MAX_BOUNDS};
-
-/// Label set of `requests_total`: request code, its Java name, and the result.
-pub type RequestLabels = [(&'static str, &'static str); 3];
-/// Label set of `request_duration_seconds`: request code and its Java name.
-pub type CodeLabels = [(&'static str, &'static str); 2];
+use super::striped::{DurationHistogram, HistogramSnapshot, Striped, MAX_BOUNDS};
 
 /// Bucket bounds of `request_duration_seconds`, in nanoseconds (exposed in seconds: 5 µs to
 /// 2.5 s): a route read takes microseconds, a 50,000-topic registration hundreds of
@@ -83,39 +75,26 @@ static SLOT_OF_CODE: LazyLock<Box<[u8]>> = LazyLock::new(|| {
     table
 });
 
-/// Request counts and latencies, as the JSON API serves them.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RequestSnapshot {
-    pub totals: Vec<RequestTotal>,
-    pub durations: Vec<RequestDurations>,
-}
-
-/// Requests of one code with one result.
-#[derive(Debug, Clone, serde::Serialize)]
+/// Requests of one code with one result (`requests_total{code,request,result}`; serialized as
+/// the JSON API lists it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RequestTotal {
-    pub code: String,
-    pub request: String,
-    pub result: String,
+    /// The request code (`other` for codes this server does not know).
+    pub code: &'static str,
+    /// Its Java name (`UNKNOWN` for `other`).
+    pub request: &'static str,
+    /// The response code's Java name, `OTHER` for an unnamed one, `ONEWAY` when nothing was
+    /// answered.
+    pub result: &'static str,
     pub count: u64,
 }
 
-/// The latency histogram of one request code (cumulative buckets, +Inf left out: it is
-/// `count`).
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The latency histogram of one request code (`request_duration_seconds{code,request}`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct RequestDurations {
-    pub code: String,
-    pub request: String,
-    pub count: u64,
-    pub sum_seconds: f64,
-    pub buckets: Vec<Bucket>,
-}
-
-/// Observations at most `le` seconds.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Bucket {
-    pub le: f64,
-    pub count: u64,
+    pub code: &'static str,
+    pub request: &'static str,
+    pub histogram: HistogramSnapshot,
 }
 
 /// Requests of one connection recorded but not yet added to the shared counters: a run of one
@@ -154,16 +133,21 @@ pub enum RequestResult {
     Oneway,
 }
 
-/// `requests_total` and `request_duration_seconds`, with a handle per (code, result) resolved
-/// on first use.
+/// Requests by (code, result) and their latency by code, with a counter per (code, result)
+/// and a histogram per code created on first use (a pair never seen has none, so it is not
+/// listed).
 #[derive(Debug)]
 pub struct RequestStats {
-    totals: Family<RequestLabels, Counter<u64, Striped>>,
-    durations: Family<CodeLabels, DurationHistogram, fn() -> DurationHistogram>,
-    /// `request slot × result slot` counter handles.
-    total_handles: Box<[OnceLock<Counter<u64, Striped>>]>,
-    /// A histogram handle per request slot.
+    /// `request slot × result slot` counters.
+    total_handles: Box<[OnceLock<Striped>]>,
+    /// A histogram per request slot.
     duration_handles: Box<[OnceLock<DurationHistogram>]>,
+}
+
+impl Default for RequestStats {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 fn request_histogram() -> DurationHistogram {
@@ -171,26 +155,12 @@ fn request_histogram() -> DurationHistogram {
 }
 
 impl RequestStats {
-    /// Empty statistics, registered in `registry` (a registry with the `rocketmq_namesrv`
-    /// prefix).
-    pub fn new(registry: &mut Registry) -> Self {
-        let stats = Self {
-            totals: Family::default(),
-            durations: Family::new_with_constructor(request_histogram),
+    /// Empty statistics.
+    pub fn new() -> Self {
+        Self {
             total_handles: (0..REQUESTS.len() * RESULTS.len()).map(|_| OnceLock::new()).collect(),
             duration_handles: (0..REQUESTS.len()).map(|_| OnceLock::new()).collect(),
-        };
-        registry.register(
-            "requests",
-            "Remoting requests handled, by request code and result (response code name, ONEWAY when nothing is answered)",
-            stats.totals.clone(),
-        );
-        registry.register(
-            "request_duration_seconds",
-            "Time from taking up a remoting request to its answer being buffered, by request code",
-            stats.durations.clone(),
-        );
-        stats
+        }
     }
 
     /// Records one request: its code, how it ended and how long it took.
@@ -244,73 +214,55 @@ impl RequestStats {
 
     /// The counter of (request slot, result slot), created on first use.
     #[inline]
-    fn total(&self, slot: usize, result: usize) -> &Counter<u64, Striped> {
-        self.total_handles[slot * RESULTS.len() + result].get_or_init(|| {
-            let (code, name) = &REQUESTS[slot];
-            self.totals.get_or_create_owned(&[
-                ("code", code.as_str()),
-                ("request", name.as_str()),
-                ("result", RESULTS[result].as_str()),
-            ])
-        })
+    fn total(&self, slot: usize, result: usize) -> &Striped {
+        self.total_handles[slot * RESULTS.len() + result].get_or_init(Striped::default)
     }
 
     /// The latency histogram of a request slot, created on first use.
     #[inline]
     fn duration(&self, slot: usize) -> &DurationHistogram {
-        self.duration_handles[slot].get_or_init(|| {
-            let (code, name) = &REQUESTS[slot];
-            self.durations
-                .get_or_create_owned(&[("code", code.as_str()), ("request", name.as_str())])
-        })
+        self.duration_handles[slot].get_or_init(request_histogram)
     }
 
-    /// Every (code, result) seen so far with its count, and every code's latency histogram
-    /// (for the JSON API and the dashboard).
-    pub fn snapshot(&self) -> RequestSnapshot {
+    /// Every (code, result) seen so far with its count.
+    pub fn totals(&self) -> Vec<RequestTotal> {
         let results = RESULTS.len();
-        let totals = self
-            .total_handles
+        self.total_handles
             .iter()
             .enumerate()
             .filter_map(|(i, handle)| {
                 let counter = handle.get()?;
                 let (code, request) = &REQUESTS[i / results];
                 Some(RequestTotal {
-                    code: code.clone(),
-                    request: request.clone(),
-                    result: RESULTS[i % results].clone(),
+                    code: code.as_str(),
+                    request: request.as_str(),
+                    result: RESULTS[i % results].as_str(),
                     count: counter.get(),
                 })
             })
-            .collect();
-        let durations = self
-            .duration_handles
+            .collect()
+    }
+
+    /// The latency histogram of every code seen so far.
+    pub fn durations(&self) -> Vec<RequestDurations> {
+        self.duration_handles
             .iter()
             .enumerate()
             .filter_map(|(slot, handle)| {
-                let (sum_seconds, count, buckets) = handle.get()?.snapshot();
                 let (code, request) = &REQUESTS[slot];
                 Some(RequestDurations {
-                    code: code.clone(),
-                    request: request.clone(),
-                    count,
-                    sum_seconds,
-                    buckets: buckets
-                        .into_iter()
-                        .filter(|(le, _)| le.is_finite())
-                        .map(|(le, count)| Bucket { le, count })
-                        .collect(),
+                    code: code.as_str(),
+                    request: request.as_str(),
+                    histogram: handle.get()?.snapshot(),
                 })
             })
-            .collect();
-        RequestSnapshot { totals, durations }
+            .collect()
     }
 
     /// Requests counted so far with this code and result (tests, the dashboard).
     pub fn count(&self, code: i32, result: RequestResult) -> u64 {
         let slot = request_slot(code);
-        self.total_handles[slot * RESULTS.len() + result_slot(result)].get().map_or(0, Counter::get)
+        self.total_handles[slot * RESULTS.len() + result_slot(result)].get().map_or(0, Striped::get)
     }
 }
 
@@ -361,7 +313,7 @@ mod tests {
 
     #[test]
     fn recording_counts_per_code_and_result() {
-        let stats = RequestStats::new(&mut Registry::default());
+        let stats = RequestStats::new();
         stats.record(105, RequestResult::Answered(0), Duration::from_micros(3));
         stats.record(105, RequestResult::Answered(0), Duration::from_micros(30));
         stats.record(105, RequestResult::Answered(17), Duration::from_micros(3));
@@ -372,8 +324,8 @@ mod tests {
 
     #[test]
     fn a_pending_batch_counts_once_applied_and_equals_recording_one_by_one() {
-        let batched = RequestStats::new(&mut Registry::default());
-        let direct = RequestStats::new(&mut Registry::default());
+        let batched = RequestStats::new();
+        let direct = RequestStats::new();
         let mut pending = PendingRequests::default();
         let requests = [(105, 0, 3), (105, 0, 30), (105, 17, 3), (105, 0, 700), (106, 0, 9)];
         for (code, result, micros) in requests {
@@ -388,8 +340,8 @@ mod tests {
         batched.apply(&mut pending);
         batched.apply(&mut pending);
         assert_eq!(batched.count(106, RequestResult::Answered(0)), 1, "applied once");
-        let (b, d) = (batched.snapshot(), direct.snapshot());
-        assert_eq!(serde_json::to_value(&b).unwrap(), serde_json::to_value(&d).unwrap());
-        assert_eq!(b.totals.iter().map(|t| t.count).sum::<u64>(), 5);
+        assert_eq!(batched.totals(), direct.totals());
+        assert_eq!(batched.durations(), direct.durations());
+        assert_eq!(batched.totals().iter().map(|t| t.count).sum::<u64>(), 5);
     }
 }

@@ -2,18 +2,14 @@
 //! threads recording at once never write the same line. Recording is one relaxed `fetch_add` on
 //! the calling thread's stripe; reading (a scrape) sums the stripes.
 //!
-//! [`Striped`] is a prometheus-client counter store (`Counter<u64, Striped>`); [`DurationHistogram`]
-//! is a lock-free histogram of durations (prometheus-client's own histogram takes a mutex per
-//! observation).
+//! [`Striped`] is a counter; [`DurationHistogram`] a lock-free histogram of durations (a
+//! mutex-guarded histogram would take its lock per observation). Both are plain atomics: what
+//! they are exposed as (Prometheus' text formats) is `crates/ops`' business.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
-
-use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
-use prometheus_client::metrics::counter::Atomic;
-use prometheus_client::metrics::{MetricType, TypedMetric};
 
 /// Stripes per value: the number of cores rounded up to a power of two (at most 64).
 static STRIPES: LazyLock<usize> = LazyLock::new(|| {
@@ -45,8 +41,8 @@ fn stripe(stripes: usize) -> usize {
 #[derive(Debug, Default)]
 struct Line(AtomicU64);
 
-/// A `u64` counter store striped per thread: `Counter<u64, Striped>` counts without two cores
-/// ever contending for one cache line.
+/// A `u64` counter striped per thread: it counts without two cores ever contending for one
+/// cache line.
 #[derive(Debug)]
 pub struct Striped {
     lines: Box<[Line]>,
@@ -58,20 +54,29 @@ impl Default for Striped {
     }
 }
 
-impl Atomic<u64> for Striped {
+impl Striped {
+    /// Adds one.
     #[inline]
-    fn inc(&self) -> u64 {
-        self.inc_by(1)
+    pub fn inc(&self) {
+        self.inc_by(1);
     }
 
-    /// Adds `v` to this thread's stripe; returns that stripe's previous value (not the total).
+    /// Adds `v` to this thread's stripe.
     #[inline]
-    fn inc_by(&self, v: u64) -> u64 {
-        self.lines[stripe(self.lines.len())].0.fetch_add(v, Ordering::Relaxed)
+    pub fn inc_by(&self, v: u64) {
+        self.lines[stripe(self.lines.len())].0.fetch_add(v, Ordering::Relaxed);
     }
 
-    fn get(&self) -> u64 {
+    /// The total over every stripe.
+    pub fn get(&self) -> u64 {
         self.lines.iter().map(|l| l.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
+impl transport::ByteCounter for Striped {
+    #[inline]
+    fn add(&self, n: u64) {
+        self.inc_by(n);
     }
 }
 
@@ -100,8 +105,8 @@ struct HistInner {
 }
 
 /// A histogram of durations with fixed buckets, lock-free and striped per thread: an observation
-/// is a bucket search over a few integers and two relaxed `fetch_add`s. Exposed in seconds.
-/// Clones share the data (like prometheus-client's metrics).
+/// is a bucket search over a few integers and two relaxed `fetch_add`s. Read in seconds
+/// ([`HistogramSnapshot`]). Clones share the data.
 #[derive(Debug, Clone)]
 pub struct DurationHistogram {
     inner: Arc<HistInner>,
@@ -156,8 +161,8 @@ impl DurationHistogram {
         stripe.sum_ns.fetch_add(sum_ns, Ordering::Relaxed);
     }
 
-    /// (sum in seconds, count, cumulative (upper bound in seconds, count) per bucket incl. +Inf).
-    pub fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
+    /// The observations so far: each bucket's own count (not cumulated), their total and sum.
+    pub fn snapshot(&self) -> HistogramSnapshot {
         let inner = &*self.inner;
         let n = inner.bounds_ns.len() + 1;
         let mut counts = vec![0u64; n];
@@ -168,17 +173,42 @@ impl DurationHistogram {
             }
             sum_ns += u128::from(stripe.sum_ns.load(Ordering::Relaxed));
         }
-        let mut cumulative = 0;
         let buckets = counts
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                cumulative += c;
+            .map(|(i, &c)| {
                 let bound = inner.bounds_ns.get(i).map_or(f64::INFINITY, |&b| b as f64 / 1e9);
-                (bound, cumulative)
+                (bound, c)
             })
             .collect();
-        (sum_ns as f64 / 1e9, cumulative, buckets)
+        HistogramSnapshot { sum_seconds: sum_ns as f64 / 1e9, count: counts.iter().sum(), buckets }
+    }
+}
+
+/// A [`DurationHistogram`] read at one moment. `count` is the sum of the buckets' counts by
+/// construction (every bucket read once), so a cumulated `+Inf` bucket always equals it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSnapshot {
+    /// The sum of the observations, in seconds.
+    pub sum_seconds: f64,
+    /// How many observations.
+    pub count: u64,
+    /// (upper bound in seconds, observations in this bucket only), ascending; the last bound
+    /// is `+Inf`. Not cumulative: cumulate once, where the `le` buckets are written.
+    pub buckets: Vec<(f64, u64)>,
+}
+
+impl HistogramSnapshot {
+    /// (upper bound, observations at most that bound) per bucket: the `le` buckets.
+    pub fn cumulative(&self) -> Vec<(f64, u64)> {
+        let mut total = 0;
+        self.buckets
+            .iter()
+            .map(|&(bound, n)| {
+                total += n;
+                (bound, total)
+            })
+            .collect()
     }
 }
 
@@ -188,29 +218,13 @@ pub fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl TypedMetric for DurationHistogram {
-    const TYPE: MetricType = MetricType::Histogram;
-}
-
-impl EncodeMetric for DurationHistogram {
-    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        let (sum, count, buckets) = self.snapshot();
-        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
-    }
-
-    fn metric_type(&self) -> MetricType {
-        Self::TYPE
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prometheus_client::metrics::counter::Counter;
 
     #[test]
     fn a_striped_counter_sums_every_thread() {
-        let counter: Counter<u64, Striped> = Counter::default();
+        let counter = Striped::default();
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
@@ -231,9 +245,11 @@ mod tests {
         h.observe(Duration::from_millis(1)); // on the bound: le="0.001"
         h.observe(Duration::from_millis(5));
         h.observe(Duration::from_secs(2));
-        let (sum, count, buckets) = h.snapshot();
-        assert_eq!(count, 4);
-        assert_eq!(buckets, vec![(0.001, 2), (0.01, 3), (f64::INFINITY, 4)]);
+        let snapshot = h.snapshot();
+        assert_eq!(snapshot.count, 4);
+        assert_eq!(snapshot.cumulative(), vec![(0.001, 2), (0.01, 3), (f64::INFINITY, 4)]);
+        assert_eq!(snapshot.buckets, vec![(0.001, 2), (0.01, 1), (f64::INFINITY, 1)]);
+        let sum = snapshot.sum_seconds;
         assert!((sum - 2.00601).abs() < 1e-9, "{sum}");
     }
 

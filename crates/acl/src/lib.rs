@@ -1,0 +1,296 @@
+//! Access control (who may do what): decides, before any handler runs, whether a request may be
+//! served — accounts, roles, the signature check, per-address failure windows, the accounts
+//! file's hot reload and the audit lines.
+//!
+//! Off by default (`authenticationEnabled=false`, Java-compatible): the server then holds no
+//! [`Auth`] and pays one `Option` check per request. When on, [`Auth::check`] accepts a request
+//! that needs nothing (a read in `authenticationMode=writes`), or one from an account of the
+//! accounts file whose role grants the request and whose address is allowed — identified by a
+//! RocketMQ request signature (`AccessKey` + `Signature`, see `remoting::signature`), else by a
+//! verified client certificate's subject CN — or an unsigned one from a
+//! `globalWhiteRemoteAddresses` address. Anything else is a [`Refusal`], which `dispatch` turns
+//! into NO_PERMISSION (16) before the handler runs, so nothing of it is applied.
+//!
+//! Architecture invariant: this crate never builds a response and does not depend on the
+//! nameserver; it knows request codes only through [`policy::access_of`] (what an audit line
+//! says a request touched is handed to it, [`audit::Touched`]), and its settings only through
+//! [`Settings`].
+
+mod accounts;
+mod address;
+pub mod audit;
+mod failures;
+pub mod policy;
+mod reload;
+mod settings;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use remoting::signature::{self, ACCESS_KEY};
+use remoting::RemotingCommand;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+pub use accounts::{Account, Accounts, AccountsError};
+pub use address::AddrPattern;
+pub use audit::{Accepted, Counters, Reason, Touched, Who};
+pub use failures::{Failures, Recorded, LIMIT as FAILURE_LIMIT, WINDOW as FAILURE_WINDOW};
+pub use policy::{access_of, Access, Role};
+pub use reload::{spawn_reloader, spawn_reloader_every};
+pub use settings::{AuthMode, Settings};
+
+/// Why a request was refused. `Display` is the response remark: it says which check failed,
+/// never which secret or field was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Unsigned where a signature is needed.
+    #[error(
+        "access denied: request code {code} must be signed (AccessKey and Signature of an account)"
+    )]
+    NoSignature {
+        /// The request code.
+        code: i32,
+    },
+    /// The access key names no account.
+    #[error("access denied: unknown access key")]
+    UnknownAccessKey,
+    /// The signature does not match the request.
+    #[error("access denied: signature mismatch (wrong secret key, or the request was changed after signing)")]
+    BadSignature,
+    /// The account's role does not grant the request.
+    #[error("access denied: role {role} may not send request code {code}")]
+    RoleDenied {
+        /// The account's role.
+        role: &'static str,
+        /// The request code.
+        code: i32,
+    },
+    /// The account may not connect from this address.
+    #[error("access denied: this account may not connect from {ip}")]
+    AddressDenied {
+        /// The client's address.
+        ip: IpAddr,
+    },
+    /// Too many failures from this address lately.
+    #[error("access denied: too many failed attempts from {ip}; retry in a minute")]
+    RateLimited {
+        /// The client's address.
+        ip: IpAddr,
+    },
+}
+
+impl Refusal {
+    /// The counter and log reason.
+    pub fn reason(&self) -> Reason {
+        match self {
+            Refusal::NoSignature { .. } => Reason::NoSignature,
+            Refusal::UnknownAccessKey => Reason::UnknownAccessKey,
+            Refusal::BadSignature => Reason::BadSignature,
+            Refusal::RoleDenied { .. } => Reason::RoleDenied,
+            Refusal::AddressDenied { .. } => Reason::AddressDenied,
+            Refusal::RateLimited { .. } => Reason::RateLimited,
+        }
+    }
+}
+
+/// The connection facts a check needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// The client's address (from a PROXY preface when there was one).
+    pub peer: SocketAddr,
+    /// The subject CN of the client certificate, when one was presented and verified against
+    /// `tls.server.trustCertPath`.
+    pub certificate_cn: Option<&'a str>,
+}
+
+/// The access-control gate: mode, the current accounts, failure windows and counters.
+pub struct Auth {
+    mode: AuthMode,
+    path: PathBuf,
+    accounts: ArcSwap<Accounts>,
+    failures: Failures,
+    /// Accepted and refused requests (authenticated ones only).
+    pub counters: Counters,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("mode", &self.mode)
+            .field("path", &self.path)
+            .field("accounts", &self.accounts.load().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Auth {
+    /// The gate for `settings` when access control is enabled (`None` otherwise): reads the
+    /// accounts file now (an unreadable or invalid file is an error: the server must not start
+    /// without the accounts it was told to enforce) and warns when every user may read it.
+    pub fn from_settings(settings: &Settings) -> Result<Option<Auth>, AccountsError> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let path = settings.path.clone();
+        let accounts = Accounts::load(&path)?;
+        warn_if_world_readable(&path);
+        info!(
+            path = %path.display(),
+            accounts = accounts.len(),
+            mode = ?settings.mode,
+            "authentication enabled"
+        );
+        Ok(Some(Auth::new(settings.mode, path, accounts)))
+    }
+
+    /// A gate with these accounts (`path` is what the reloader watches).
+    pub fn new(mode: AuthMode, path: PathBuf, accounts: Accounts) -> Auth {
+        Auth {
+            mode,
+            path,
+            accounts: ArcSwap::from_pointee(accounts),
+            failures: Failures::default(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Which requests must be authenticated.
+    pub fn mode(&self) -> AuthMode {
+        self.mode
+    }
+
+    /// The accounts file.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The accounts in force.
+    pub fn accounts(&self) -> arc_swap::Guard<Arc<Accounts>> {
+        self.accounts.load()
+    }
+
+    /// Puts new accounts in force (a reload).
+    pub fn replace_accounts(&self, accounts: Accounts) {
+        self.accounts.store(Arc::new(accounts));
+    }
+
+    /// Forgets failure windows that have ended.
+    pub fn prune_failures(&self, now: Instant) {
+        self.failures.prune(now);
+    }
+
+    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
+    /// its identity is not kept). Counts and logs a refusal, and counts it against the caller's
+    /// address. `now` reads the failure-window clock (only when some address is blocked or
+    /// a request is refused).
+    pub fn check(
+        &self,
+        caller: Caller<'_>,
+        request: &RemotingCommand,
+        now: impl Fn() -> Instant,
+    ) -> Result<Who, Refusal> {
+        let access = access_of(request.code);
+        if access == Access::Read && self.mode == AuthMode::Writes {
+            // Open: not even a signature is checked, so clients signing for their brokers'
+            // ACL with keys this server does not know keep reading routes.
+            return Ok(Who::Anonymous);
+        }
+        let ip = caller.peer.ip().to_canonical();
+        if self.failures.any_blocked() && self.failures.is_blocked(ip, now()) {
+            let refusal = Refusal::RateLimited { ip };
+            self.counters.refused(refusal.reason());
+            debug!(target: audit::TARGET, peer = %caller.peer, code = request.code, "refused: address blocked after repeated failures");
+            return Err(refusal);
+        }
+        match self.identify(caller, ip, request, access) {
+            Ok((who, how)) => {
+                self.counters.accepted(how);
+                Ok(who)
+            }
+            Err(refusal) => {
+                self.counters.refused(refusal.reason());
+                let access_key =
+                    request.ext(ACCESS_KEY).map(|k| k.chars().take(64).collect::<String>());
+                let now = now();
+                match self.failures.record(ip, now) {
+                    Recorded::Counted { failures } => warn!(
+                        target: audit::TARGET,
+                        peer = %caller.peer,
+                        code = request.code,
+                        access_key = ?access_key,
+                        reason = refusal.reason().label(),
+                        failures,
+                        "refused"
+                    ),
+                    Recorded::Blocked { until } => warn!(
+                        target: audit::TARGET,
+                        peer = %caller.peer,
+                        code = request.code,
+                        access_key = ?access_key,
+                        reason = refusal.reason().label(),
+                        failures = FAILURE_LIMIT,
+                        blocked_for_secs = until.saturating_duration_since(now).as_secs(),
+                        "refused; the address is blocked after repeated failures"
+                    ),
+                }
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Who sent `request`: a signature first, then a client certificate, then an allowed address.
+    fn identify(
+        &self,
+        caller: Caller<'_>,
+        ip: IpAddr,
+        request: &RemotingCommand,
+        access: Access,
+    ) -> Result<(Who, Accepted), Refusal> {
+        let accounts = self.accounts.load();
+        let (account, how) = if let Some(access_key) = request.ext(ACCESS_KEY) {
+            // Java: an AccessKey field means "signed" (DefaultAuthenticationContextBuilder).
+            let account = accounts.by_access_key(access_key).ok_or(Refusal::UnknownAccessKey)?;
+            let verified = account.key().is_some_and(|key| signature::verify(key, request));
+            if !verified {
+                return Err(Refusal::BadSignature);
+            }
+            (account, Accepted::Signature)
+        } else if let Some(account) =
+            caller.certificate_cn.and_then(|cn| accounts.by_certificate_cn(cn))
+        {
+            (account, Accepted::Certificate)
+        } else if accounts.globally_allowed(ip) {
+            return Ok((Who::Whitelisted, Accepted::Whitelisted));
+        } else {
+            return Err(Refusal::NoSignature { code: request.code });
+        };
+        if !account.allows_address(ip) {
+            return Err(Refusal::AddressDenied { ip });
+        }
+        if !account.role.allows(access) {
+            return Err(Refusal::RoleDenied { role: account.role.name(), code: request.code });
+        }
+        let who = match how {
+            _ if access == Access::Read => Who::Reader,
+            Accepted::Certificate => Who::Certificate(Arc::clone(&account.access_key)),
+            _ => Who::Account(Arc::clone(&account.access_key)),
+        };
+        Ok((who, how))
+    }
+}
+
+/// Warns when every user of the machine may read the accounts file (it holds secrets).
+fn warn_if_world_readable(path: &std::path::Path) {
+    if accounts::world_readable(path) {
+        warn!(
+            path = %path.display(),
+            "the accounts file is readable by every user of this machine; it holds secret keys (chmod 600 it)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

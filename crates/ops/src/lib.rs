@@ -1,0 +1,243 @@
+//! What operators look at: the HTTP listener (axum, on the server's own tokio runtime) with
+//! Prometheus metrics at `/metrics` (`exposition.rs`: the core's counters and the values read
+//! from the state at scrape time, `gauges.rs`, `process.rs`), liveness at `/healthz`,
+//! readiness at `/readyz`, the JSON API and its event stream under `/api/v1/` (`api.rs`), the
+//! address server at `/rocketmq/<subgroup>` (`nsaddr.rs`), the dashboard at `/`
+//! (`dashboard.rs`, `web/`). Every error is JSON
+//! (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
+//!
+//! Architecture invariants: this crate depends on the core (`namesrv`), never the reverse;
+//! HTTP handlers only read (`State` snapshots, the metrics, the event ring): nothing here
+//! changes the route tables or the KV store.
+
+mod api;
+mod dashboard;
+mod exposition;
+mod gauges;
+mod nsaddr;
+mod process;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::connect_info::Connected;
+use axum::extract::{FromRef, MatchedPath, Request, State as AxumState};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::IncomingStream;
+use axum::{Json, Router};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use namesrv::state::{Readiness, State};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use transport::TlsContext;
+
+use crate::exposition::Format;
+
+/// Label set of `http_requests_total`: the route pattern and the status.
+pub(crate) type HttpLabels = [(&'static str, String); 2];
+
+/// What the HTTP handlers read: the server state, the TLS context (its reload counts) and
+/// this listener's own request counter. Clones share everything.
+#[derive(Clone)]
+pub struct Context {
+    /// The nameserver's state.
+    pub state: Arc<State>,
+    /// The remoting listener's TLS context.
+    pub tls: Arc<TlsContext>,
+    /// `http_requests_total{handler,status}`: requests to this HTTP listener.
+    pub(crate) http_requests: Family<HttpLabels, Counter>,
+}
+
+impl Context {
+    /// The surface over `state`, whose connections negotiate TLS with `tls`.
+    pub fn new(state: Arc<State>, tls: Arc<TlsContext>) -> Self {
+        Self { state, tls, http_requests: Family::default() }
+    }
+}
+
+impl FromRef<Context> for Arc<State> {
+    fn from_ref(ctx: &Context) -> Self {
+        Arc::clone(&ctx.state)
+    }
+}
+
+type Shared = Context;
+
+/// How long open HTTP connections (a dashboard's event stream, a slow scrape) may take to
+/// finish once the server has stopped.
+const HTTP_DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Serves HTTP on `listener` until `shutdown` completes (the server calls it after the
+/// remoting drain, so `/healthz` answers until the end), then gives open requests
+/// [`HTTP_DRAIN_LIMIT`] to finish.
+pub async fn serve(
+    listener: TcpListener,
+    ctx: Context,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
+    }
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let service = router(ctx).into_make_service_with_connect_info::<HttpPeer>();
+    let server = axum::serve(listener, service).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopped_tx.send(());
+    });
+    let server = std::pin::pin!(std::future::IntoFuture::into_future(server));
+    tokio::select! {
+        result = server => {
+            if let Err(e) = result {
+                warn!(error = %e, "HTTP listener failed");
+            }
+        }
+        () = async {
+            let _ = stopped_rx.await;
+            tokio::time::sleep(HTTP_DRAIN_LIMIT).await;
+        } => warn!("HTTP requests still open after the drain limit; dropped"),
+    }
+}
+
+/// Every route of the HTTP listener.
+pub(crate) fn router(state: Context) -> Router {
+    Router::new()
+        .route("/", get(dashboard::index))
+        .route("/assets/app.js", get(dashboard::script))
+        .route("/assets/style.css", get(dashboard::style))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr))
+        .merge(api::routes())
+        .route_layer(middleware::from_fn_with_state(state.clone(), count_request))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+/// Both ends of an HTTP connection (the address server answers with the local one).
+#[derive(Debug, Clone, Copy)]
+pub struct HttpPeer {
+    /// The address the client connected to.
+    pub local: Option<SocketAddr>,
+    /// The client.
+    pub remote: SocketAddr,
+}
+
+impl Connected<IncomingStream<'_, TcpListener>> for HttpPeer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Self { local: stream.io().local_addr().ok(), remote: *stream.remote_addr() }
+    }
+}
+
+/// A JSON error answer.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self { status, message: message.into() }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    status: u16,
+    error: &'a str,
+    message: &'a str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            status: self.status.as_u16(),
+            error: self.status.canonical_reason().unwrap_or("Error"),
+            message: &self.message,
+        };
+        (self.status, Json(body)).into_response()
+    }
+}
+
+async fn not_found(AxumState(state): AxumState<Shared>, request: Request) -> ApiError {
+    count(&state, "unmatched".to_owned(), StatusCode::NOT_FOUND);
+    ApiError::new(StatusCode::NOT_FOUND, format!("no such path: {}", request.uri().path()))
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} is not allowed on {} (the API is read-only: use GET)",
+            request.method(),
+            request.uri().path()
+        ),
+    )
+}
+
+/// Counts every request to a route by route pattern and status (unknown paths in [`not_found`]).
+async fn count_request(
+    AxumState(state): AxumState<Shared>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let handler = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    count(&state, handler, response.status());
+    response
+}
+
+fn count(ctx: &Context, handler: String, status: StatusCode) {
+    ctx.http_requests
+        .get_or_create(&[("handler", handler), ("status", status.as_u16().to_string())])
+        .inc();
+}
+
+/// `GET /metrics`: every metric, in OpenMetrics when the `Accept` header asks for it, else in
+/// the Prometheus text format; 404 when `metricsEnable` is false.
+async fn metrics(
+    AxumState(ctx): AxumState<Shared>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if !ctx.state.metrics.enabled() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "metrics are disabled (metricsEnable=false)",
+        ));
+    }
+    let format = Format::from_accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let text = exposition::encode(&ctx, format).map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode metrics: {e}"))
+    })?;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
+}
+
+/// `GET /healthz`: liveness. Answered by the runtime that serves the remoting port, so a 200
+/// means the process and its runtime are alive (until the server exits).
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// `GET /readyz`: 200 while serving the remoting port with the KV store loaded; 503 before,
+/// and from the moment a shutdown begins (so load balancers drain first).
+async fn readyz(AxumState(state): AxumState<Arc<State>>) -> Response {
+    match state.readiness() {
+        Readiness::Ready => (StatusCode::OK, "ready\n").into_response(),
+        Readiness::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response(),
+        Readiness::Draining => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response(),
+    }
+}
