@@ -3,182 +3,15 @@
 
 use std::fmt::Write as _;
 
+use crate::results::{Report, ServerReport};
 use crate::server::Kind;
 use crate::stats::Summary;
-use crate::suite::{Report, ServerReport};
+use crate::targets::{median, mib};
+pub use crate::targets::{targets, Target};
 
 /// Column order of the tables and the chart.
 pub(crate) const ORDER: [Kind; 5] =
     [Kind::Ours, Kind::OursAuth, Kind::Java, Kind::RocketmqRust, Kind::Ceiling];
-
-/// One verdict on one of the issue's targets.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Target {
-    pub name: &'static str,
-    /// What was measured, in words and figures.
-    pub measured: String,
-    /// `None` when a side of the comparison did not run.
-    pub met: Option<bool>,
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-/// The issue's targets, evaluated on `r`.
-pub fn targets(r: &Report) -> Vec<Target> {
-    let ours = r.server(Kind::Ours);
-    let java = r.server(Kind::Java);
-    let rmq = r.server(Kind::RocketmqRust);
-    let ceil = r.server(Kind::Ceiling);
-    fn s1(s: Option<&ServerReport>) -> Option<&Summary> {
-        s.and_then(|s| s.s1.as_ref()).filter(|x| x.ok > 0)
-    }
-    fn s2(s: Option<&ServerReport>) -> Option<&Summary> {
-        s.and_then(|s| s.s2.as_ref()).map(|x| &x.reads).filter(|x| x.ok > 0)
-    }
-    let mut out = Vec::new();
-    let ratio = |name, a: Option<f64>, b: Option<f64>, min: f64, unit: &str| {
-        let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => {
-                (format!("{:.2}× ({a:.0} vs {b:.0} {unit})", a / b), Some(a / b >= min))
-            }
-            _ => ("not measured".to_owned(), None),
-        };
-        Target { name, measured, met }
-    };
-    out.push(ratio(
-        "S1 throughput ≥ 5× Java",
-        s1(ours).map(|s| s.qps),
-        s1(java).map(|s| s.qps),
-        5.0,
-        "req/s",
-    ));
-    out.push(ratio(
-        "S1 throughput ≥ 1.5× rocketmq-rust",
-        s1(ours).map(|s| s.qps),
-        s1(rmq).map(|s| s.qps),
-        1.5,
-        "req/s",
-    ));
-    out.push(ratio(
-        "S1 throughput ≥ 60 % of the ceiling",
-        s1(ours).map(|s| s.qps),
-        s1(ceil).map(|s| s.qps),
-        0.6,
-        "req/s",
-    ));
-    out.push(ratio(
-        "S1 with authenticationMode=all ≥ 85 % of S1 without (issue #14)",
-        s1(r.server(Kind::OursAuth)).map(|s| s.qps),
-        s1(ours).map(|s| s.qps),
-        0.85,
-        "req/s",
-    ));
-    let p99 = |s: Option<&Summary>| s.map(|s| s.p99_us as f64 / 1e3);
-    let le = |name, a: Option<f64>, b: Option<f64>, max_ratio: f64, unit: &str| {
-        let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => {
-                (format!("{:.3}× ({a:.2} vs {b:.2} {unit})", a / b), Some(a <= b * max_ratio))
-            }
-            _ => ("not measured".to_owned(), None),
-        };
-        Target { name, measured, met }
-    };
-    out.push(le("S2 p99 ≤ 1/5 of Java's", p99(s2(ours)), p99(s2(java)), 0.2, "ms"));
-    out.push(le("S2 p99 within 2× of our S1 p99", p99(s2(ours)), p99(s1(ours)), 2.0, "ms"));
-    let idle =
-        |s: Option<&ServerReport>| s.map(|s| mib(s.mem_populated.rss_kib)).filter(|v| *v > 0.0);
-    let peak = |s: Option<&ServerReport>| s.map(|s| mib(s.rss_s2_peak_kib)).filter(|v| *v > 0.0);
-    out.push(le("S4 RSS (populated, idle) ≤ 1/5 of Java's", idle(ours), idle(java), 0.2, "MiB"));
-    out.push(le("S4 RSS (peak under S2) ≤ 1/5 of Java's", peak(ours), peak(java), 0.2, "MiB"));
-    let below = |name, a: Option<f64>, b: Option<f64>| {
-        let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) => (format!("{a:.1} vs {b:.1} MiB"), Some(a < b)),
-            _ => ("not measured".to_owned(), None),
-        };
-        Target { name, measured, met }
-    };
-    out.push(below("S4 RSS (populated, idle) below rocketmq-rust's", idle(ours), idle(rmq)));
-    out.push(below("S4 RSS (peak under S2) below rocketmq-rust's", peak(ours), peak(rmq)));
-    let s3 = ours.and_then(|s| s.s3.as_ref());
-    out.push(match s3 {
-        Some(s3) => {
-            let worst = s3.rereg_ms.iter().copied().fold(s3.first_apply_ms, f64::max);
-            Target {
-                name: "S3 50,000-topic registration applied well under a second (≤ 500 ms)",
-                measured: format!(
-                    "first {:.0} ms (readable after {}), re-registrations {} ms; worst {worst:.0} ms",
-                    s3.first_apply_ms,
-                    s3.visible_ms.map_or("never".to_owned(), |v| format!("{v:.0} ms")),
-                    s3.rereg_ms.iter().map(|v| format!("{v:.0}")).collect::<Vec<_>>().join("/")
-                ),
-                met: Some(worst <= 500.0),
-            }
-        }
-        None => Target { name: "S3 50,000-topic registration applied well under a second (≤ 500 ms)", measured: "not measured".into(), met: None },
-    });
-    out.push(match s3 {
-        Some(s3) if s3.reads_during.ok > 0 && s3.reads_outside.ok > 0 => {
-            let (d, o) =
-                (s3.reads_during.p99_us as f64 / 1e3, s3.reads_outside.p99_us as f64 / 1e3);
-            Target {
-                name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)",
-                measured: format!(
-                    "{d:.2} vs {o:.2} ms (max during {:.2} ms, {} reads during)",
-                    s3.reads_during.max_us as f64 / 1e3,
-                    s3.reads_during.ok
-                ),
-                met: Some(d <= 2.0 * o),
-            }
-        }
-        _ => Target {
-            name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)",
-            measured: "not measured".into(),
-            met: None,
-        },
-    });
-    out.push(match ours.and_then(|s| median(&s.startup_ms)) {
-        Some(m) => Target {
-            name: "S6 start-up to first answered request < 50 ms",
-            measured: format!(
-                "median {m:.1} ms of {} starts",
-                ours.map_or(0, |s| s.startup_ms.len())
-            ),
-            met: Some(m < 50.0),
-        },
-        None => Target {
-            name: "S6 start-up to first answered request < 50 ms",
-            measured: "not measured".into(),
-            met: None,
-        },
-    });
-    out.push(match ours.and_then(|o| o.metrics_overhead.as_ref()).and_then(|m| m.ratio()) {
-        Some((ratio, on, off)) => Target {
-            name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
-            measured: format!(
-                "{ratio:.4}× (median of the paired rounds' ratios; medians {on:.0} vs {off:.0} req/s)"
-            ),
-            met: Some(ratio >= 0.97),
-        },
-        None => Target {
-            name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
-            measured: "not measured".into(),
-            met: None,
-        },
-    });
-    out
-}
 
 /// A row of the main table: a label and one optional figure per server.
 struct Row {
@@ -210,8 +43,22 @@ fn fmt_num(v: f64, digits: usize) -> String {
 /// `latest.md`.
 pub fn markdown(r: &Report) -> String {
     let present: Vec<Kind> = ORDER.iter().copied().filter(|k| r.server(*k).is_some()).collect();
-    let peers: Vec<Kind> = present.iter().copied().filter(|k| *k != Kind::Ours).collect();
     let mut md = String::new();
+    heading(&mut md, r);
+    busy(&mut md, r, &present);
+    targets_table(&mut md, r);
+    metrics_table(&mut md, r);
+    figures_table(&mut md, r, &present);
+    errors_table(&mut md, r, &present);
+    cpu_table(&mut md, r, &present);
+    rounds_table(&mut md, r, &present);
+    setup(&mut md, r, &present);
+    failures(&mut md, r, &present);
+    md
+}
+
+/// The title, the commit and machine, and how servers take turns.
+fn heading(md: &mut String, r: &Report) {
     let e = &r.env;
     let _ = writeln!(
         md,
@@ -237,7 +84,10 @@ pub fn markdown(r: &Report) -> String {
         r.sizes.rounds,
         if r.sizes.rounds == 1 { "" } else { "s" }
     );
+}
 
+/// Which phases other work on the machine disturbed.
+fn busy(md: &mut String, r: &Report, present: &[Kind]) {
     let busy: Vec<String> = present
         .iter()
         .filter_map(|k| r.server(*k))
@@ -254,8 +104,10 @@ pub fn markdown(r: &Report) -> String {
             busy.join(", ")
         );
     }
+}
 
-    // Targets.
+/// The issue's targets, met or not.
+fn targets_table(md: &mut String, r: &Report) {
     let _ = writeln!(md, "## Targets (issue #6)\n\n| target | measured | met |\n|---|---|---|");
     for t in targets(r) {
         let verdict = match t.met {
@@ -265,7 +117,10 @@ pub fn markdown(r: &Report) -> String {
         };
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.measured, verdict);
     }
+}
 
+/// The metrics-overhead rounds (issue #12), when they ran.
+fn metrics_table(md: &mut String, r: &Report) {
     if let Some(m) = r.server(Kind::Ours).and_then(|o| o.metrics_overhead.as_ref()) {
         let _ = writeln!(
             md,
@@ -276,9 +131,12 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(md, "| {i} | {:.0} | {:.0} | {ratio:.4} |", on.qps, off.qps);
         }
     }
+}
 
-    // Main table.
-    let rows = rows(r, &present);
+/// Every figure per server, with the ratios ours/peer.
+fn figures_table(md: &mut String, r: &Report, present: &[Kind]) {
+    let peers: Vec<Kind> = present.iter().copied().filter(|k| *k != Kind::Ours).collect();
+    let rows = rows(r, present);
     let _ = write!(md, "\n## Figures\n\n| | ");
     let _ = write!(md, "{}", present.iter().map(|k| k.label()).collect::<Vec<_>>().join(" | "));
     for p in &peers {
@@ -306,10 +164,12 @@ pub fn markdown(r: &Report) -> String {
         }
         md.push('\n');
     }
+}
 
-    // Errors.
+/// Failures by code, per server and phase.
+fn errors_table(md: &mut String, r: &Report, present: &[Kind]) {
     let _ = writeln!(md, "\n## Errors by code\n\n| server | S1 | S2 reads | S2 registrations | S3 reads | S5 reads |\n|---|---|---|---|---|---|");
-    for k in &present {
+    for k in present {
         let Some(s) = r.server(*k) else { continue };
         let e = |x: Option<&Summary>| x.map_or("–".to_owned(), Summary::errors_text);
         let _ = writeln!(
@@ -323,14 +183,17 @@ pub fn markdown(r: &Report) -> String {
             e(s.s5.as_ref().map(|x| &x.reads))
         );
     }
+}
 
-    // CPU.
+/// Cores used during every measured phase.
+fn cpu_table(md: &mut String, r: &Report, present: &[Kind]) {
+    let e = &r.env;
     let _ = writeln!(
         md,
         "\n## CPU during the measured phases\n\nCores used (of {}) by the server under test, the load generator, the suite's other (idle) servers, and every other process on the machine.\n\n| server | phase | server | generator | idle peers | others |\n|---|---|---:|---:|---:|---:|",
         e.cores
     );
-    for k in &present {
+    for k in present {
         let Some(s) = r.server(*k) else { continue };
         for c in &s.cpu {
             let flag = if c.other_cores > 0.3 { " ⚠" } else { "" };
@@ -346,11 +209,13 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+}
 
-    // Rounds.
+/// S1/S2 per round, when there were several.
+fn rounds_table(md: &mut String, r: &Report, present: &[Kind]) {
     if r.sizes.rounds > 1 {
         let _ = writeln!(md, "\n## Per round (S1 / S2 throughput, p99)\n\n| server | round | S1 req/s | S1 p99 ms | S2 req/s | S2 p99 ms |\n|---|---:|---:|---:|---:|---:|");
-        for k in &present {
+        for k in present {
             let Some(s) = r.server(*k) else { continue };
             for i in 0..s.s1_rounds.len().max(s.s2_rounds.len()) {
                 let a = s.s1_rounds.get(i);
@@ -377,8 +242,11 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
+}
 
-    // Setup.
+/// How the run was made: sizes, peers, machine.
+fn setup(md: &mut String, r: &Report, present: &[Kind]) {
+    let e = &r.env;
     let z = &r.sizes;
     let _ = writeln!(md, "\n## Set-up\n");
     let _ = writeln!(
@@ -428,7 +296,7 @@ pub fn markdown(r: &Report) -> String {
         "- Suite wall time: {:.0} s. Load average (1/5/15 min) before: {}, after: {} (the machine is shared; other work running during the suite shows here).",
         e.wall_secs, e.loadavg_before, e.loadavg_after
     );
-    for k in &present {
+    for k in present {
         if let Some(e) =
             r.server(*k).and_then(|s| s.s5.as_ref()).and_then(|x| x.refused_error.as_ref())
         {
@@ -440,6 +308,10 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+}
+
+/// What could not run, and why.
+fn failures(md: &mut String, r: &Report, present: &[Kind]) {
     let failures: Vec<_> = present
         .iter()
         .filter_map(|k| r.server(*k).map(|s| (k, &s.failures)))
@@ -453,7 +325,6 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
-    md
 }
 
 fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
@@ -572,8 +443,8 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
 mod tests {
     use super::*;
     use crate::results::MetricsOverhead;
+    use crate::results::{EnvInfo, Sizes, S2, S3};
     use crate::server::Memory;
-    use crate::suite::{EnvInfo, Sizes, S2, S3};
 
     fn summary(qps: f64, p99_us: u64) -> Summary {
         Summary {

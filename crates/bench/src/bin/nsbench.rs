@@ -11,6 +11,7 @@ use anyhow::Context;
 use bench::load::{Fleet, Readers};
 use bench::report;
 use bench::server::{Kind, Spec};
+use bench::phase;
 use bench::suite::{self, EnvInfo, Report, Sizes};
 use bench::topology::{RegistrationBody, Shape, Topology};
 use clap::{Args, Parser, Subcommand};
@@ -378,23 +379,23 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
         rate_per_task: None,
         stop: None,
     };
-    let mode = suite::ReadMode::new(&sizes.reader, &topology.topics, None)?;
+    let mode = phase::ReadMode::new(&sizes.reader, &topology.topics, None)?;
     if !a.skip_s1 {
         let (rec, elapsed) =
-            suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed).await?;
-        say(&format!("S1 {}", suite::line(&rec.summary(elapsed))));
+            phase::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed).await?;
+        say(&format!("S1 {}", phase::line(&rec.summary(elapsed))));
     }
     if a.churn {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let from = tokio::time::Instant::now() + readers.warmup;
         let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), from, stop_rx, sizes.seed);
-        let r = suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed + 1)
+        let r = phase::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed + 1)
             .await;
         stop_tx.send_replace(true);
         let regs = churn.await?;
         let (rec, elapsed) = r?;
-        say(&format!("S2 {}", suite::line(&rec.summary(elapsed))));
-        say(&format!("S2 registrations {}", suite::line(&regs.summary(elapsed))));
+        say(&format!("S2 {}", phase::line(&rec.summary(elapsed))));
+        say(&format!("S2 registrations {}", phase::line(&regs.summary(elapsed))));
     }
     fleet.close().await;
     Ok(())
