@@ -19,6 +19,7 @@ pub mod phase;
 pub mod raw;
 pub mod report;
 pub mod results;
+pub mod scale;
 pub mod server;
 pub mod stats;
 pub mod suite;

@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::stats::Recorder;
-use crate::topology::{Registrar, RegistrationBody, Topology};
+use crate::topology::{Registrar, RegistrationBody, Table, Topology};
 
 /// How route readers run.
 #[derive(Debug, Clone)]
@@ -240,6 +240,42 @@ impl Fleet {
             }
         }
         Ok(rec)
+    }
+
+    /// Registers every broker once, `parallel` at a time, from the first request to the last
+    /// answer: the latencies (failures counted, not retried) and the time that took.
+    pub async fn register_all(&self, parallel: usize) -> (Recorder, Duration) {
+        let sem = Arc::new(Semaphore::new(parallel.max(1)));
+        let started = Instant::now();
+        let tasks: Vec<_> = self
+            .brokers
+            .iter()
+            .map(|b| {
+                let (b, sem) = (b.clone(), sem.clone());
+                tokio::spawn(async move {
+                    let _permit = sem.acquire().await;
+                    let sent = Instant::now();
+                    (b.lock().await.register(true).await, sent.elapsed())
+                })
+            })
+            .collect();
+        let mut rec = Recorder::new();
+        for t in tasks {
+            match t.await {
+                Ok((Ok(latency), _)) => rec.ok(latency, 0),
+                Ok((Err(e), latency)) => rec.error(&e, latency),
+                Err(_) => rec.count_error("panicked"),
+            }
+        }
+        (rec, started.elapsed())
+    }
+
+    /// Gives broker `j` (in [`Topology::brokers`] order) the table `table(j)` from its next
+    /// registration on.
+    pub async fn set_tables(&self, table: impl Fn(usize) -> Arc<dyn Table>) {
+        for (j, b) in self.brokers.iter().enumerate() {
+            b.lock().await.set_body(table(j));
+        }
     }
 
     /// Starts the churn: every broker re-registers its full table (DataVersion bumped) after a
