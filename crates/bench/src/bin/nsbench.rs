@@ -11,10 +11,10 @@ use anyhow::Context;
 use bench::load::{Fleet, Readers};
 use bench::phase;
 use bench::report;
-use bench::scale::{self, Point, ScaleReport, ScaleSizes};
+use bench::scale::{self, ChangingBody, Point, ScaleReport, ScaleSizes};
 use bench::server::{Kind, Spec};
 use bench::suite::{self, EnvInfo, Report, Sizes};
-use bench::topology::{RegistrationBody, Shape, Topology};
+use bench::topology::{RegistrationBody, Shape, Table, Topology};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -268,6 +268,10 @@ struct LoadArgs {
     /// Skip S1 (e.g. `--churn --skip-s1` to profile S2 alone).
     #[arg(long)]
     skip_s1: bool,
+    /// With --churn: every re-registration changes 1 % of the broker's topics (S7's
+    /// real-change churn) instead of bumping the DataVersion alone.
+    #[arg(long)]
+    changing: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -506,6 +510,15 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
         say(&format!("S1 {}", phase::line(&rec.summary(elapsed))));
     }
     if a.churn {
+        if a.changing {
+            let per_cluster = shape.brokers_per_cluster;
+            let tables = (0..shape.clusters)
+                .map(|c| ChangingBody::new(bodies[c].clone(), topology.cluster_topics(c)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let tables: Vec<Arc<dyn Table>> =
+                tables.into_iter().map(|t| Arc::new(t) as Arc<dyn Table>).collect();
+            fleet.set_tables(|j| tables[j / per_cluster].clone()).await;
+        }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let from = tokio::time::Instant::now() + readers.warmup;
         let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), from, stop_rx, sizes.seed);

@@ -69,6 +69,8 @@ struct World<'a> {
     probe_last: Arc<str>,
     /// Topics sampled for "every route answered" after a restart: each cluster's last.
     sample: Vec<Arc<str>>,
+    /// Raised during measured phases: the brokers' keep-alive registrations wait meanwhile.
+    measuring: watch::Sender<bool>,
 }
 
 impl<'a> World<'a> {
@@ -119,6 +121,7 @@ impl<'a> World<'a> {
             probe,
             probe_last,
             sample,
+            measuring: watch::Sender::new(false),
         })
     }
 
@@ -161,8 +164,16 @@ impl<'a> World<'a> {
         s: &mut ScaleServer,
     ) -> anyhow::Result<()> {
         self.cold_start(server, fleet, s).await?;
-        self.calm(server, s).await?;
-        self.churns(server, fleet, s).await
+        // From now on every broker re-registers every 30 s outside the measured phases (as a
+        // Java broker does), so none expires (120 s) while the machine is waited for.
+        let (keep_alive_stop, stop_rx) = watch::channel(false);
+        drop(fleet.keep_alive(Duration::from_secs(30), stop_rx, self.measuring.subscribe()));
+        let result = match self.calm(server, s).await {
+            Ok(()) => self.churns(server, fleet, s).await,
+            Err(e) => Err(e),
+        };
+        keep_alive_stop.send_replace(true);
+        result
     }
 
     /// Every broker registers once, `in_flight` at a time.
@@ -299,9 +310,12 @@ impl<'a> World<'a> {
             let wait = Duration::from_secs(self.sizes.quiet_wait_s);
             cpu::wait_quiet(self.sizes.quiet_cores, wait, &[pid], self.say).await;
         }
+        self.measuring.send_replace(true);
         let meter = CpuMeter::start(Some(pid), &[pid]);
         let result = f.await;
-        (meter.finish(&format!("{} {phase}", self.point.name)), result)
+        let cpu = meter.finish(&format!("{} {phase}", self.point.name));
+        self.measuring.send_replace(false);
+        (cpu, result)
     }
 
     /// The probe broker's registrations: new, changed, unchanged, then unregistered (and
