@@ -23,19 +23,12 @@ struct Row {
     ratio: bool,
 }
 
-fn fmt_num(v: f64, digits: usize) -> String {
+pub(crate) fn fmt_num(v: f64, digits: usize) -> String {
     if digits == 0 && v.abs() >= 10_000.0 {
         // 123,456
         let s = format!("{v:.0}");
         let (sign, d) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
-        let mut out = String::new();
-        for (i, c) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        return format!("{sign}{out}");
+        return format!("{sign}{}", crate::stats::group_digits(d));
     }
     format!("{v:.digits$}")
 }
@@ -327,22 +320,49 @@ fn failures(md: &mut String, r: &Report, present: &[Kind]) {
     }
 }
 
+/// Builds the main table's rows: one figure per present server.
+struct Rows<'a> {
+    r: &'a Report,
+    present: &'a [Kind],
+}
+
+impl Rows<'_> {
+    fn row(
+        &self,
+        label: &str,
+        digits: usize,
+        ratio: bool,
+        f: &dyn Fn(&ServerReport) -> Option<f64>,
+    ) -> Row {
+        let values = self.present.iter().map(|k| self.r.server(*k).and_then(f)).collect();
+        Row { label: label.to_owned(), values, digits, ratio }
+    }
+}
+
+fn lat(s: Option<&Summary>, f: fn(&Summary) -> u64) -> Option<f64> {
+    s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3)
+}
+
+fn mem(v: u64) -> Option<f64> {
+    (v > 0).then(|| mib(v))
+}
+
+fn nsrv(s: &ServerReport) -> bool {
+    s.kind.is_namesrv()
+}
+
 fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
-    let get = |f: &dyn Fn(&ServerReport) -> Option<f64>| -> Vec<Option<f64>> {
-        present.iter().map(|k| r.server(*k).and_then(f)).collect()
+    let rows = Rows { r, present };
+    let mut out = read_rows(&rows);
+    out.extend(other_rows(&rows));
+    out
+}
+
+/// S1 and S2.
+fn read_rows(rows: &Rows<'_>) -> Vec<Row> {
+    let row = |label, digits, ratio, f: &dyn Fn(&ServerReport) -> Option<f64>| {
+        rows.row(label, digits, ratio, f)
     };
-    let row =
-        |label: &str, digits: usize, ratio: bool, f: &dyn Fn(&ServerReport) -> Option<f64>| Row {
-            label: label.to_owned(),
-            values: get(f),
-            digits,
-            ratio,
-        };
-    let lat = |s: Option<&Summary>, f: fn(&Summary) -> u64| {
-        s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3)
-    };
-    let mem = |v: u64| (v > 0).then(|| mib(v));
-    let nsrv = |s: &ServerReport| s.kind.is_namesrv();
     vec![
         row("S1 throughput (req/s)", 0, true, &|s| {
             s.s1.as_ref().filter(|x| x.ok > 0).map(|x| x.qps)
@@ -375,6 +395,15 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
         row("S2 registration max (ms)", 1, true, &|s| {
             lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.max_us)
         }),
+    ]
+}
+
+/// S3 to S6 and the populate time.
+fn other_rows(rows: &Rows<'_>) -> Vec<Row> {
+    let row = |label, digits, ratio, f: &dyn Fn(&ServerReport) -> Option<f64>| {
+        rows.row(label, digits, ratio, f)
+    };
+    vec![
         row("S3 first registration, 50k new topics (ms)", 0, true, &|s| {
             s.s3.as_ref().map(|x| x.first_apply_ms)
         }),

@@ -11,6 +11,9 @@ use crate::server::Kind;
 
 type Figure = fn(&ScaleServer, &PointReport) -> Option<f64>;
 
+/// One line of a panel: a server along one axis, (pairs, figure) per point.
+type Series = (Kind, Axis, Vec<(f64, f64)>);
+
 /// The server's time per cold-start registration: the whole cold start over the brokers, ms
 /// (what the fleet waits per broker, with the registrations in flight overlapping).
 fn cold_per_broker(s: &ScaleServer, p: &PointReport) -> Option<f64> {
@@ -57,7 +60,7 @@ fn panel_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let series: Vec<(Kind, Axis, Vec<(f64, f64)>)> = [Kind::Ours, Kind::Java]
+    let series: Vec<Series> = [Kind::Ours, Kind::Java]
         .into_iter()
         .flat_map(|k| [(k, Axis::Topics), (k, Axis::Brokers)])
         .map(|(k, axis)| {

@@ -89,15 +89,7 @@ impl Point {
 
 /// `1234567` as `1,234,567`.
 pub(crate) fn thousands(n: usize) -> String {
-    let d = n.to_string();
-    let mut out = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::stats::group_digits(&n.to_string())
 }
 
 /// S7's sizes (flags of `nsbench scale`).

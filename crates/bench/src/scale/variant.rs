@@ -36,8 +36,8 @@ pub struct ChangingBody {
     base: Arc<RegistrationBody>,
     /// Topic i's spots, in the order of `topics`.
     spots: Vec<Spot>,
-    /// Topic i's name and the name it has while renamed (same length).
-    names: Vec<(Box<[u8]>, Box<[u8]>)>,
+    /// The name topic i has while renamed (the same length as its own).
+    renamed: Vec<Box<[u8]>>,
     /// Topics of a window renamed rather than given another queue count.
     renames_per_window: usize,
 }
@@ -82,23 +82,22 @@ impl ChangingBody {
             );
             spots[*i] = Some(spot);
         }
-        let names = topics
+        let renamed = topics
             .iter()
             .map(|t| {
-                let name: Box<[u8]> = t.as_bytes().into();
-                let mut other = name.clone();
+                let mut other: Box<[u8]> = t.as_bytes().into();
                 // Another name of the same length: the first letter's case flipped.
                 if let Some(first) = other.first_mut() {
                     *first ^= 0x20;
                 }
-                (name, other)
+                other
             })
             .collect();
         let window = topics.len().div_ceil(WINDOWS).max(1);
         Ok(Self {
             base,
             spots: spots.into_iter().map(|s| s.expect("every topic was placed")).collect(),
-            names,
+            renamed,
             renames_per_window: (window * 3).div_ceil(100),
         })
     }
@@ -152,7 +151,7 @@ impl ChangingBody {
                 continue;
             }
             if self.renamed(i) {
-                let other = &self.names[i].1;
+                let other = &self.renamed[i];
                 out[spot.key_name..spot.key_name + other.len()].copy_from_slice(other);
                 out[spot.field_name..spot.field_name + other.len()].copy_from_slice(other);
             } else {
