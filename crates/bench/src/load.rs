@@ -28,6 +28,19 @@ pub struct Readers {
     pub stop: Option<Arc<AtomicBool>>,
 }
 
+impl Readers {
+    /// Closed-loop readers, `depth` in flight per connection, `warmup_ms` then `measure_ms`.
+    pub fn closed_loop(depth: usize, warmup_ms: u64, measure_ms: u64) -> Self {
+        Self {
+            depth,
+            warmup: Duration::from_millis(warmup_ms),
+            measure: Duration::from_millis(measure_ms),
+            rate_per_task: None,
+            stop: None,
+        }
+    }
+}
+
 /// What readers measured: everything, and split by whether a "writer busy" flag was raised
 /// when the request was sent or answered (see [`run_readers`]).
 #[derive(Debug, Default)]
@@ -172,6 +185,9 @@ pub async fn run_readers(
     out
 }
 
+/// One broker's registration: its result, and the time from its first send.
+type Attempt = (Result<Duration, client::Error>, Duration);
+
 /// The simulated brokers of one nameserver, each behind a lock so churn and keep-alive never
 /// send for the same broker at once.
 pub struct Fleet {
@@ -210,27 +226,9 @@ impl Fleet {
 
     /// Registers every broker once, `parallel` at a time. Fails on the first failed registration.
     pub async fn populate(&self, parallel: usize) -> anyhow::Result<Recorder> {
-        let sem = Arc::new(Semaphore::new(parallel.max(1)));
-        let tasks: Vec<_> = self
-            .brokers
-            .iter()
-            .map(|b| {
-                let (b, sem) = (b.clone(), sem.clone());
-                tokio::spawn(async move {
-                    let _permit = sem.acquire().await;
-                    let started = Instant::now();
-                    let mut result = b.lock().await.register(true).await;
-                    if result.is_err() {
-                        // Like a broker: try once more (a slow server may just have timed out).
-                        result = b.lock().await.register(true).await;
-                    }
-                    (result, started.elapsed())
-                })
-            })
-            .collect();
         let mut rec = Recorder::new();
-        for t in tasks {
-            let (result, latency) = t.await?;
+        // Like a broker: try once more (a slow server may just have timed out).
+        for (result, latency) in self.register_each(parallel, true).await? {
             match result {
                 Ok(l) => rec.ok(l, 0),
                 Err(e) => {
@@ -245,8 +243,26 @@ impl Fleet {
     /// Registers every broker once, `parallel` at a time, from the first request to the last
     /// answer: the latencies (failures counted, not retried) and the time that took.
     pub async fn register_all(&self, parallel: usize) -> (Recorder, Duration) {
-        let sem = Arc::new(Semaphore::new(parallel.max(1)));
         let started = Instant::now();
+        let mut rec = Recorder::new();
+        match self.register_each(parallel, false).await {
+            Ok(results) => {
+                for (result, latency) in results {
+                    match result {
+                        Ok(l) => rec.ok(l, 0),
+                        Err(e) => rec.error(&e, latency),
+                    }
+                }
+            }
+            Err(_) => rec.count_error("panicked"),
+        }
+        (rec, started.elapsed())
+    }
+
+    /// Every broker's registration (once more after a failure when `retry`), `parallel` at a
+    /// time: each result with the time from its first send.
+    async fn register_each(&self, parallel: usize, retry: bool) -> anyhow::Result<Vec<Attempt>> {
+        let sem = Arc::new(Semaphore::new(parallel.max(1)));
         let tasks: Vec<_> = self
             .brokers
             .iter()
@@ -254,20 +270,20 @@ impl Fleet {
                 let (b, sem) = (b.clone(), sem.clone());
                 tokio::spawn(async move {
                     let _permit = sem.acquire().await;
-                    let sent = Instant::now();
-                    (b.lock().await.register(true).await, sent.elapsed())
+                    let started = Instant::now();
+                    let mut result = b.lock().await.register(true).await;
+                    if retry && result.is_err() {
+                        result = b.lock().await.register(true).await;
+                    }
+                    (result, started.elapsed())
                 })
             })
             .collect();
-        let mut rec = Recorder::new();
+        let mut out = Vec::with_capacity(tasks.len());
         for t in tasks {
-            match t.await {
-                Ok((Ok(latency), _)) => rec.ok(latency, 0),
-                Ok((Err(e), latency)) => rec.error(&e, latency),
-                Err(_) => rec.count_error("panicked"),
-            }
+            out.push(t.await?);
         }
-        (rec, started.elapsed())
+        Ok(out)
     }
 
     /// Gives broker `j` (in [`Topology::brokers`] order) the table `table(j)` from its next

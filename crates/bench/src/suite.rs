@@ -123,9 +123,7 @@ impl<'a> Suite<'a> {
         say: &'a dyn Fn(&str),
     ) -> anyhow::Result<Self> {
         let topology = Topology::new(sizes.shape, sizes.seed);
-        let bodies: Vec<Arc<RegistrationBody>> = (0..sizes.shape.clusters)
-            .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
-            .collect();
+        let bodies = topology.bodies();
         say(&format!(
             "topology: {} clusters x {} brokers x {} topics/cluster ({} topics, {} KiB per registration)",
             sizes.shape.clusters,
@@ -142,13 +140,7 @@ impl<'a> Suite<'a> {
             }
             None => None,
         };
-        let readers = Readers {
-            depth: sizes.depth,
-            warmup: Duration::from_millis(sizes.warmup_ms),
-            measure: Duration::from_millis(sizes.measure_ms),
-            rate_per_task: None,
-            stop: None,
-        };
+        let readers = Readers::closed_loop(sizes.depth, sizes.warmup_ms, sizes.measure_ms);
         // Warm every server up (the JVM's JIT above all) before anything is measured.
         let prewarm = Readers {
             warmup: Duration::ZERO,

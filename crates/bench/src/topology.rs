@@ -44,6 +44,13 @@ impl Topology {
         &self.topics[c * t..(c + 1) * t]
     }
 
+    /// Every cluster's registration body (cluster `c`'s at index `c`), encoded once.
+    pub fn bodies(&self) -> Vec<Arc<RegistrationBody>> {
+        (0..self.shape.clusters)
+            .map(|c| Arc::new(RegistrationBody::new(self.cluster_topics(c))))
+            .collect()
+    }
+
     /// Broker `i` of cluster `c`: `bench-c{c}` / `broker-c{c}-{i}` at `127.0.{c+1}.{i+1}:10911`
     /// (strings only; nothing connects to them).
     pub fn broker(&self, c: usize, i: usize) -> BrokerIdentity {

@@ -14,7 +14,7 @@ use bench::report;
 use bench::scale::{self, ChangingBody, Point, ScaleReport, ScaleSizes};
 use bench::server::{Kind, Spec};
 use bench::suite::{self, EnvInfo, Report, Sizes};
-use bench::topology::{RegistrationBody, Shape, Table, Topology};
+use bench::topology::{Shape, Table, Topology};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -359,19 +359,38 @@ fn workdir(f: &ServerFlags) -> anyhow::Result<PathBuf> {
     Ok(workdir)
 }
 
+/// When a run started and the load average then.
+struct Run {
+    started: Instant,
+    load_before: String,
+}
+
+impl Run {
+    fn start() -> Self {
+        let load_before = suite::loadavg();
+        say(&format!("load average before: {load_before}"));
+        Self { started: Instant::now(), load_before }
+    }
+
+    /// The run's environment, now that it ended.
+    fn env(self, f: &ServerFlags, quick: bool) -> EnvInfo {
+        EnvInfo {
+            loadavg_before: self.load_before,
+            loadavg_after: suite::loadavg(),
+            quick,
+            wall_secs: self.started.elapsed().as_secs_f64(),
+            ..env_info(f)
+        }
+    }
+}
+
 async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
     let sizes = a.sizes.sizes();
     let specs = specs(&a.servers)?;
     let workdir = workdir(&a.servers)?;
-    let started = Instant::now();
-    let load_before = suite::loadavg();
-    say(&format!("load average before: {load_before}"));
+    let run = Run::start();
     let servers = suite::run(&specs, &sizes, &workdir, &say).await?;
-    let mut env = env_info(&a.servers);
-    env.loadavg_before = load_before;
-    env.loadavg_after = suite::loadavg();
-    env.quick = a.sizes.quick;
-    env.wall_secs = started.elapsed().as_secs_f64();
+    let env = run.env(&a.servers, a.sizes.quick);
     let report = Report { env, sizes, servers };
     let out = &a.servers.out;
     std::fs::create_dir_all(out)?;
@@ -391,15 +410,9 @@ async fn scale_cmd(a: ScaleArgs) -> anyhow::Result<()> {
     let sizes = a.sizes()?;
     let specs = specs(&a.servers)?;
     let workdir = workdir(&a.servers)?;
-    let started = Instant::now();
-    let load_before = suite::loadavg();
-    say(&format!("load average before: {load_before}"));
+    let run = Run::start();
     let points = scale::run(&specs, &sizes, &workdir, &say).await?;
-    let mut env = env_info(&a.servers);
-    env.loadavg_before = load_before;
-    env.loadavg_after = suite::loadavg();
-    env.quick = a.quick;
-    env.wall_secs = started.elapsed().as_secs_f64();
+    let env = run.env(&a.servers, a.quick);
     let report = ScaleReport { env, sizes, points };
     let out = &a.servers.out;
     std::fs::create_dir_all(out)?;
@@ -487,22 +500,14 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
     let sizes = a.sizes.sizes();
     let shape = Shape { ..sizes.shape };
     let topology = Topology::new(shape, sizes.seed);
-    let bodies: Vec<Arc<RegistrationBody>> = (0..shape.clusters)
-        .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
-        .collect();
+    let bodies = topology.bodies();
     let fleet = Fleet::new(&a.addr, &topology, &bodies, None)?;
     if !a.no_populate {
         let t = Instant::now();
         fleet.populate(8).await?;
         say(&format!("populated {} brokers in {:.2} s", fleet.len(), t.elapsed().as_secs_f64()));
     }
-    let readers = Readers {
-        depth: sizes.depth,
-        warmup: Duration::from_millis(sizes.warmup_ms),
-        measure: Duration::from_millis(sizes.measure_ms),
-        rate_per_task: None,
-        stop: None,
-    };
+    let readers = Readers::closed_loop(sizes.depth, sizes.warmup_ms, sizes.measure_ms);
     let mode = phase::ReadMode::new(&sizes.reader, &topology.topics, None)?;
     if !a.skip_s1 {
         let (rec, elapsed) =

@@ -19,6 +19,7 @@ use crate::load::{Fleet, Readers};
 use crate::phase::{line, ms, read_phase, ReadMode};
 use crate::raw;
 use crate::server::{Kind, RssSampler, Server, Spec};
+use crate::stats::Recorder;
 use crate::topology::{
     broker_identity, random_names, Registrar, RegistrationBody, Table, Topology,
 };
@@ -77,9 +78,7 @@ impl<'a> World<'a> {
     fn new(point: &'a Point, sizes: &'a ScaleSizes, say: &'a dyn Fn(&str)) -> anyhow::Result<Self> {
         let built = std::time::Instant::now();
         let topology = Topology::new(point.shape, sizes.seed);
-        let bodies: Vec<Arc<RegistrationBody>> = (0..point.shape.clusters)
-            .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
-            .collect();
+        let bodies = topology.bodies();
         let changing = bodies
             .iter()
             .enumerate()
@@ -102,13 +101,7 @@ impl<'a> World<'a> {
             bodies.first().map_or(0, |b| b.len() / 1024),
             built.elapsed().as_secs_f64()
         ));
-        let readers = Readers {
-            depth: sizes.depth,
-            warmup: Duration::from_millis(sizes.warmup_ms),
-            measure: Duration::from_millis(sizes.measure_ms),
-            rate_per_task: None,
-            stop: None,
-        };
+        let readers = Readers::closed_loop(sizes.depth, sizes.warmup_ms, sizes.measure_ms);
         Ok(Self {
             point,
             sizes,
@@ -228,15 +221,7 @@ impl<'a> World<'a> {
                 round(&s.probe.unchanged_ms)
             ),
         );
-        let seed = self.sizes.seed;
-        let reads = read_phase(
-            &server.addr,
-            self.sizes.conns,
-            &self.topology,
-            &self.mode,
-            &self.readers,
-            seed,
-        );
+        let reads = self.reads(&server.addr, self.sizes.seed);
         let (cpu, calm) = self.measured(pid, "calm reads", reads).await;
         s.cpu.push(cpu);
         let (rec, elapsed) = calm?;
@@ -297,6 +282,11 @@ impl<'a> World<'a> {
                 c.rss_peak_kib / 1024
             ),
         );
+    }
+
+    /// The point's readers against `addr`.
+    async fn reads(&self, addr: &str, seed: u64) -> anyhow::Result<(Recorder, Duration)> {
+        read_phase(addr, self.sizes.conns, &self.topology, &self.mode, &self.readers, seed).await
     }
 
     /// Runs `f` as a measured phase of `pid`: waits for a quiet machine, meters the cores.
@@ -360,15 +350,7 @@ impl<'a> World<'a> {
         let churn =
             fleet.churn(Duration::from_millis(self.sizes.churn_ms), measure_from, stop_rx, seed);
         let sampler = RssSampler::start(server.pid, Duration::from_millis(100));
-        let result = read_phase(
-            &server.addr,
-            self.sizes.conns,
-            &self.topology,
-            &self.mode,
-            &self.readers,
-            seed,
-        )
-        .await;
+        let result = self.reads(&server.addr, seed).await;
         stop_tx.send_replace(true);
         let regs = churn.await?;
         let (reads, elapsed) = result?;
