@@ -290,8 +290,13 @@ fn targets(md: &mut String, r: &ScaleReport) {
     else {
         return;
     };
-    let small =
-        r.points.iter().filter(|p| p.point.axis == Axis::Topics).min_by_key(|p| p.point.topics());
+    // The reference of the growth target: a smaller table than the top's (none when the run
+    // had one point only).
+    let small = r
+        .points
+        .iter()
+        .filter(|p| p.point.axis == Axis::Topics && p.point.topics() < top.point.topics())
+        .min_by_key(|p| p.point.topics());
     let (Some(ours), java) = (top.server(Kind::Ours), top.server(Kind::Java)) else { return };
     let _ = writeln!(
         md,
