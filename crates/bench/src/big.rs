@@ -10,8 +10,8 @@ use client::{Client, ClientConfig, RouteOptions};
 use tokio::time::Instant;
 
 use crate::load::{self, Raised, Readers};
+use crate::phase::ms;
 use crate::results::{Sizes, S3};
-use crate::suite::ms;
 use crate::topology::{broker_identity, random_names, Registrar, RegistrationBody, Topology};
 
 /// The big broker's topics and its two tables of them (8 and 4 queues per topic): registrations

@@ -5,7 +5,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::report::ORDER;
-use crate::suite::{Report, ServerReport};
+use crate::results::{Report, ServerReport};
 
 /// `latest.svg`: S1/S2 throughput and S1/S2 p99 per server.
 pub fn chart(r: &Report, path: &Path) -> anyhow::Result<()> {

@@ -9,16 +9,21 @@
 pub mod big;
 pub mod ceiling;
 pub mod chart;
+pub mod churn;
 pub mod cpu;
+pub mod crowd;
 pub mod fault;
 pub mod load;
 pub mod overhead;
+pub mod phase;
 pub mod raw;
 pub mod report;
 pub mod results;
+pub mod scale;
 pub mod server;
 pub mod stats;
 pub mod suite;
+pub mod targets;
 pub mod topology;
 
 /// What the binaries share at start: `tracing` to stderr (`RUST_LOG`, default `warn`) and a

@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::stats::Recorder;
-use crate::topology::{Registrar, RegistrationBody, Topology};
+use crate::topology::{Registrar, RegistrationBody, Table, Topology};
 
 /// How route readers run.
 #[derive(Debug, Clone)]
@@ -26,6 +26,19 @@ pub struct Readers {
     pub rate_per_task: Option<f64>,
     /// Ends the run early when raised (the measured time then ends there).
     pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Readers {
+    /// Closed-loop readers, `depth` in flight per connection, `warmup_ms` then `measure_ms`.
+    pub fn closed_loop(depth: usize, warmup_ms: u64, measure_ms: u64) -> Self {
+        Self {
+            depth,
+            warmup: Duration::from_millis(warmup_ms),
+            measure: Duration::from_millis(measure_ms),
+            rate_per_task: None,
+            stop: None,
+        }
+    }
 }
 
 /// What readers measured: everything, and split by whether a "writer busy" flag was raised
@@ -172,6 +185,9 @@ pub async fn run_readers(
     out
 }
 
+/// One broker's registration: its result, and the time from its first send.
+type Attempt = (Result<Duration, client::Error>, Duration);
+
 /// The simulated brokers of one nameserver, each behind a lock so churn and keep-alive never
 /// send for the same broker at once.
 pub struct Fleet {
@@ -210,6 +226,42 @@ impl Fleet {
 
     /// Registers every broker once, `parallel` at a time. Fails on the first failed registration.
     pub async fn populate(&self, parallel: usize) -> anyhow::Result<Recorder> {
+        let mut rec = Recorder::new();
+        // Like a broker: try once more (a slow server may just have timed out).
+        for (result, latency) in self.register_each(parallel, true).await? {
+            match result {
+                Ok(l) => rec.ok(l, 0),
+                Err(e) => {
+                    rec.error(&e, latency);
+                    anyhow::bail!("populating failed: {e}");
+                }
+            }
+        }
+        Ok(rec)
+    }
+
+    /// Registers every broker once, `parallel` at a time, from the first request to the last
+    /// answer: the latencies (failures counted, not retried) and the time that took.
+    pub async fn register_all(&self, parallel: usize) -> (Recorder, Duration) {
+        let started = Instant::now();
+        let mut rec = Recorder::new();
+        match self.register_each(parallel, false).await {
+            Ok(results) => {
+                for (result, latency) in results {
+                    match result {
+                        Ok(l) => rec.ok(l, 0),
+                        Err(e) => rec.error(&e, latency),
+                    }
+                }
+            }
+            Err(_) => rec.count_error("panicked"),
+        }
+        (rec, started.elapsed())
+    }
+
+    /// Every broker's registration (once more after a failure when `retry`), `parallel` at a
+    /// time: each result with the time from its first send.
+    async fn register_each(&self, parallel: usize, retry: bool) -> anyhow::Result<Vec<Attempt>> {
         let sem = Arc::new(Semaphore::new(parallel.max(1)));
         let tasks: Vec<_> = self
             .brokers
@@ -220,26 +272,26 @@ impl Fleet {
                     let _permit = sem.acquire().await;
                     let started = Instant::now();
                     let mut result = b.lock().await.register(true).await;
-                    if result.is_err() {
-                        // Like a broker: try once more (a slow server may just have timed out).
+                    if retry && result.is_err() {
                         result = b.lock().await.register(true).await;
                     }
                     (result, started.elapsed())
                 })
             })
             .collect();
-        let mut rec = Recorder::new();
+        let mut out = Vec::with_capacity(tasks.len());
         for t in tasks {
-            let (result, latency) = t.await?;
-            match result {
-                Ok(l) => rec.ok(l, 0),
-                Err(e) => {
-                    rec.error(&e, latency);
-                    anyhow::bail!("populating failed: {e}");
-                }
-            }
+            out.push(t.await?);
         }
-        Ok(rec)
+        Ok(out)
+    }
+
+    /// Gives broker `j` (in [`Topology::brokers`] order) the table `table(j)` from its next
+    /// registration on.
+    pub async fn set_tables(&self, table: impl Fn(usize) -> Arc<dyn Table>) {
+        for (j, b) in self.brokers.iter().enumerate() {
+            b.lock().await.set_body(table(j));
+        }
     }
 
     /// Starts the churn: every broker re-registers its full table (DataVersion bumped) after a

@@ -11,9 +11,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::load::{Fleet, Readers};
+use crate::phase::{gate, line, read_phase, ReadMode};
 use crate::results::{MetricsOverhead, Sizes};
 use crate::server::{Server, Spec};
-use crate::suite::{gate, line, read_phase, ReadMode};
 use crate::topology::{RegistrationBody, Topology};
 
 /// What the phase needs from the suite.
@@ -102,7 +102,7 @@ impl Phase<'_> {
                 order.reverse();
             }
             for (addr, metrics) in order {
-                gate(sizes, &pids, say).await;
+                gate(sizes, say).await;
                 self.measuring.send_replace(true);
                 let seed = sizes.seed + round as u64;
                 let result =

@@ -3,182 +3,15 @@
 
 use std::fmt::Write as _;
 
+use crate::results::{Report, ServerReport};
 use crate::server::Kind;
 use crate::stats::Summary;
-use crate::suite::{Report, ServerReport};
+use crate::targets::{median, mib};
+pub use crate::targets::{targets, Target};
 
 /// Column order of the tables and the chart.
 pub(crate) const ORDER: [Kind; 5] =
     [Kind::Ours, Kind::OursAuth, Kind::Java, Kind::RocketmqRust, Kind::Ceiling];
-
-/// One verdict on one of the issue's targets.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Target {
-    pub name: &'static str,
-    /// What was measured, in words and figures.
-    pub measured: String,
-    /// `None` when a side of the comparison did not run.
-    pub met: Option<bool>,
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-/// The issue's targets, evaluated on `r`.
-pub fn targets(r: &Report) -> Vec<Target> {
-    let ours = r.server(Kind::Ours);
-    let java = r.server(Kind::Java);
-    let rmq = r.server(Kind::RocketmqRust);
-    let ceil = r.server(Kind::Ceiling);
-    fn s1(s: Option<&ServerReport>) -> Option<&Summary> {
-        s.and_then(|s| s.s1.as_ref()).filter(|x| x.ok > 0)
-    }
-    fn s2(s: Option<&ServerReport>) -> Option<&Summary> {
-        s.and_then(|s| s.s2.as_ref()).map(|x| &x.reads).filter(|x| x.ok > 0)
-    }
-    let mut out = Vec::new();
-    let ratio = |name, a: Option<f64>, b: Option<f64>, min: f64, unit: &str| {
-        let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => {
-                (format!("{:.2}× ({a:.0} vs {b:.0} {unit})", a / b), Some(a / b >= min))
-            }
-            _ => ("not measured".to_owned(), None),
-        };
-        Target { name, measured, met }
-    };
-    out.push(ratio(
-        "S1 throughput ≥ 5× Java",
-        s1(ours).map(|s| s.qps),
-        s1(java).map(|s| s.qps),
-        5.0,
-        "req/s",
-    ));
-    out.push(ratio(
-        "S1 throughput ≥ 1.5× rocketmq-rust",
-        s1(ours).map(|s| s.qps),
-        s1(rmq).map(|s| s.qps),
-        1.5,
-        "req/s",
-    ));
-    out.push(ratio(
-        "S1 throughput ≥ 60 % of the ceiling",
-        s1(ours).map(|s| s.qps),
-        s1(ceil).map(|s| s.qps),
-        0.6,
-        "req/s",
-    ));
-    out.push(ratio(
-        "S1 with authenticationMode=all ≥ 85 % of S1 without (issue #14)",
-        s1(r.server(Kind::OursAuth)).map(|s| s.qps),
-        s1(ours).map(|s| s.qps),
-        0.85,
-        "req/s",
-    ));
-    let p99 = |s: Option<&Summary>| s.map(|s| s.p99_us as f64 / 1e3);
-    let le = |name, a: Option<f64>, b: Option<f64>, max_ratio: f64, unit: &str| {
-        let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => {
-                (format!("{:.3}× ({a:.2} vs {b:.2} {unit})", a / b), Some(a <= b * max_ratio))
-            }
-            _ => ("not measured".to_owned(), None),
-        };
-        Target { name, measured, met }
-    };
-    out.push(le("S2 p99 ≤ 1/5 of Java's", p99(s2(ours)), p99(s2(java)), 0.2, "ms"));
-    out.push(le("S2 p99 within 2× of our S1 p99", p99(s2(ours)), p99(s1(ours)), 2.0, "ms"));
-    let idle =
-        |s: Option<&ServerReport>| s.map(|s| mib(s.mem_populated.rss_kib)).filter(|v| *v > 0.0);
-    let peak = |s: Option<&ServerReport>| s.map(|s| mib(s.rss_s2_peak_kib)).filter(|v| *v > 0.0);
-    out.push(le("S4 RSS (populated, idle) ≤ 1/5 of Java's", idle(ours), idle(java), 0.2, "MiB"));
-    out.push(le("S4 RSS (peak under S2) ≤ 1/5 of Java's", peak(ours), peak(java), 0.2, "MiB"));
-    let below = |name, a: Option<f64>, b: Option<f64>| {
-        let (measured, met) = match (a, b) {
-            (Some(a), Some(b)) => (format!("{a:.1} vs {b:.1} MiB"), Some(a < b)),
-            _ => ("not measured".to_owned(), None),
-        };
-        Target { name, measured, met }
-    };
-    out.push(below("S4 RSS (populated, idle) below rocketmq-rust's", idle(ours), idle(rmq)));
-    out.push(below("S4 RSS (peak under S2) below rocketmq-rust's", peak(ours), peak(rmq)));
-    let s3 = ours.and_then(|s| s.s3.as_ref());
-    out.push(match s3 {
-        Some(s3) => {
-            let worst = s3.rereg_ms.iter().copied().fold(s3.first_apply_ms, f64::max);
-            Target {
-                name: "S3 50,000-topic registration applied well under a second (≤ 500 ms)",
-                measured: format!(
-                    "first {:.0} ms (readable after {}), re-registrations {} ms; worst {worst:.0} ms",
-                    s3.first_apply_ms,
-                    s3.visible_ms.map_or("never".to_owned(), |v| format!("{v:.0} ms")),
-                    s3.rereg_ms.iter().map(|v| format!("{v:.0}")).collect::<Vec<_>>().join("/")
-                ),
-                met: Some(worst <= 500.0),
-            }
-        }
-        None => Target { name: "S3 50,000-topic registration applied well under a second (≤ 500 ms)", measured: "not measured".into(), met: None },
-    });
-    out.push(match s3 {
-        Some(s3) if s3.reads_during.ok > 0 && s3.reads_outside.ok > 0 => {
-            let (d, o) =
-                (s3.reads_during.p99_us as f64 / 1e3, s3.reads_outside.p99_us as f64 / 1e3);
-            Target {
-                name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)",
-                measured: format!(
-                    "{d:.2} vs {o:.2} ms (max during {:.2} ms, {} reads during)",
-                    s3.reads_during.max_us as f64 / 1e3,
-                    s3.reads_during.ok
-                ),
-                met: Some(d <= 2.0 * o),
-            }
-        }
-        _ => Target {
-            name: "S3 readers not stalled (p99 during registration ≤ 2× p99 outside)",
-            measured: "not measured".into(),
-            met: None,
-        },
-    });
-    out.push(match ours.and_then(|s| median(&s.startup_ms)) {
-        Some(m) => Target {
-            name: "S6 start-up to first answered request < 50 ms",
-            measured: format!(
-                "median {m:.1} ms of {} starts",
-                ours.map_or(0, |s| s.startup_ms.len())
-            ),
-            met: Some(m < 50.0),
-        },
-        None => Target {
-            name: "S6 start-up to first answered request < 50 ms",
-            measured: "not measured".into(),
-            met: None,
-        },
-    });
-    out.push(match ours.and_then(|o| o.metrics_overhead.as_ref()).and_then(|m| m.ratio()) {
-        Some((ratio, on, off)) => Target {
-            name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
-            measured: format!(
-                "{ratio:.4}× (median of the paired rounds' ratios; medians {on:.0} vs {off:.0} req/s)"
-            ),
-            met: Some(ratio >= 0.97),
-        },
-        None => Target {
-            name: "S1 with metrics within 3 % of metricsEnable=false (issue #12)",
-            measured: "not measured".into(),
-            met: None,
-        },
-    });
-    out
-}
 
 /// A row of the main table: a label and one optional figure per server.
 struct Row {
@@ -190,19 +23,12 @@ struct Row {
     ratio: bool,
 }
 
-fn fmt_num(v: f64, digits: usize) -> String {
+pub(crate) fn fmt_num(v: f64, digits: usize) -> String {
     if digits == 0 && v.abs() >= 10_000.0 {
         // 123,456
         let s = format!("{v:.0}");
         let (sign, d) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
-        let mut out = String::new();
-        for (i, c) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        return format!("{sign}{out}");
+        return format!("{sign}{}", crate::stats::group_digits(d));
     }
     format!("{v:.digits$}")
 }
@@ -210,8 +36,22 @@ fn fmt_num(v: f64, digits: usize) -> String {
 /// `latest.md`.
 pub fn markdown(r: &Report) -> String {
     let present: Vec<Kind> = ORDER.iter().copied().filter(|k| r.server(*k).is_some()).collect();
-    let peers: Vec<Kind> = present.iter().copied().filter(|k| *k != Kind::Ours).collect();
     let mut md = String::new();
+    heading(&mut md, r);
+    busy(&mut md, r, &present);
+    targets_table(&mut md, r);
+    metrics_table(&mut md, r);
+    figures_table(&mut md, r, &present);
+    errors_table(&mut md, r, &present);
+    cpu_table(&mut md, r, &present);
+    rounds_table(&mut md, r, &present);
+    setup(&mut md, r, &present);
+    failures(&mut md, r, &present);
+    md
+}
+
+/// The title, the commit and machine, and how servers take turns.
+fn heading(md: &mut String, r: &Report) {
     let e = &r.env;
     let _ = writeln!(
         md,
@@ -237,7 +77,10 @@ pub fn markdown(r: &Report) -> String {
         r.sizes.rounds,
         if r.sizes.rounds == 1 { "" } else { "s" }
     );
+}
 
+/// Which phases other work on the machine disturbed.
+fn busy(md: &mut String, r: &Report, present: &[Kind]) {
     let busy: Vec<String> = present
         .iter()
         .filter_map(|k| r.server(*k))
@@ -254,8 +97,10 @@ pub fn markdown(r: &Report) -> String {
             busy.join(", ")
         );
     }
+}
 
-    // Targets.
+/// The issue's targets, met or not.
+fn targets_table(md: &mut String, r: &Report) {
     let _ = writeln!(md, "## Targets (issue #6)\n\n| target | measured | met |\n|---|---|---|");
     for t in targets(r) {
         let verdict = match t.met {
@@ -265,7 +110,10 @@ pub fn markdown(r: &Report) -> String {
         };
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.measured, verdict);
     }
+}
 
+/// The metrics-overhead rounds (issue #12), when they ran.
+fn metrics_table(md: &mut String, r: &Report) {
     if let Some(m) = r.server(Kind::Ours).and_then(|o| o.metrics_overhead.as_ref()) {
         let _ = writeln!(
             md,
@@ -276,9 +124,12 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(md, "| {i} | {:.0} | {:.0} | {ratio:.4} |", on.qps, off.qps);
         }
     }
+}
 
-    // Main table.
-    let rows = rows(r, &present);
+/// Every figure per server, with the ratios ours/peer.
+fn figures_table(md: &mut String, r: &Report, present: &[Kind]) {
+    let peers: Vec<Kind> = present.iter().copied().filter(|k| *k != Kind::Ours).collect();
+    let rows = rows(r, present);
     let _ = write!(md, "\n## Figures\n\n| | ");
     let _ = write!(md, "{}", present.iter().map(|k| k.label()).collect::<Vec<_>>().join(" | "));
     for p in &peers {
@@ -306,10 +157,12 @@ pub fn markdown(r: &Report) -> String {
         }
         md.push('\n');
     }
+}
 
-    // Errors.
+/// Failures by code, per server and phase.
+fn errors_table(md: &mut String, r: &Report, present: &[Kind]) {
     let _ = writeln!(md, "\n## Errors by code\n\n| server | S1 | S2 reads | S2 registrations | S3 reads | S5 reads |\n|---|---|---|---|---|---|");
-    for k in &present {
+    for k in present {
         let Some(s) = r.server(*k) else { continue };
         let e = |x: Option<&Summary>| x.map_or("–".to_owned(), Summary::errors_text);
         let _ = writeln!(
@@ -323,14 +176,17 @@ pub fn markdown(r: &Report) -> String {
             e(s.s5.as_ref().map(|x| &x.reads))
         );
     }
+}
 
-    // CPU.
+/// Cores used during every measured phase.
+fn cpu_table(md: &mut String, r: &Report, present: &[Kind]) {
+    let e = &r.env;
     let _ = writeln!(
         md,
         "\n## CPU during the measured phases\n\nCores used (of {}) by the server under test, the load generator, the suite's other (idle) servers, and every other process on the machine.\n\n| server | phase | server | generator | idle peers | others |\n|---|---|---:|---:|---:|---:|",
         e.cores
     );
-    for k in &present {
+    for k in present {
         let Some(s) = r.server(*k) else { continue };
         for c in &s.cpu {
             let flag = if c.other_cores > 0.3 { " ⚠" } else { "" };
@@ -346,11 +202,13 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+}
 
-    // Rounds.
+/// S1/S2 per round, when there were several.
+fn rounds_table(md: &mut String, r: &Report, present: &[Kind]) {
     if r.sizes.rounds > 1 {
         let _ = writeln!(md, "\n## Per round (S1 / S2 throughput, p99)\n\n| server | round | S1 req/s | S1 p99 ms | S2 req/s | S2 p99 ms |\n|---|---:|---:|---:|---:|---:|");
-        for k in &present {
+        for k in present {
             let Some(s) = r.server(*k) else { continue };
             for i in 0..s.s1_rounds.len().max(s.s2_rounds.len()) {
                 let a = s.s1_rounds.get(i);
@@ -377,8 +235,11 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
+}
 
-    // Setup.
+/// How the run was made: sizes, peers, machine.
+fn setup(md: &mut String, r: &Report, present: &[Kind]) {
+    let e = &r.env;
     let z = &r.sizes;
     let _ = writeln!(md, "\n## Set-up\n");
     let _ = writeln!(
@@ -428,7 +289,7 @@ pub fn markdown(r: &Report) -> String {
         "- Suite wall time: {:.0} s. Load average (1/5/15 min) before: {}, after: {} (the machine is shared; other work running during the suite shows here).",
         e.wall_secs, e.loadavg_before, e.loadavg_after
     );
-    for k in &present {
+    for k in present {
         if let Some(e) =
             r.server(*k).and_then(|s| s.s5.as_ref()).and_then(|x| x.refused_error.as_ref())
         {
@@ -440,6 +301,10 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+}
+
+/// What could not run, and why.
+fn failures(md: &mut String, r: &Report, present: &[Kind]) {
     let failures: Vec<_> = present
         .iter()
         .filter_map(|k| r.server(*k).map(|s| (k, &s.failures)))
@@ -453,25 +318,51 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
-    md
+}
+
+/// Builds the main table's rows: one figure per present server.
+struct Rows<'a> {
+    r: &'a Report,
+    present: &'a [Kind],
+}
+
+impl Rows<'_> {
+    fn row(
+        &self,
+        label: &str,
+        digits: usize,
+        ratio: bool,
+        f: &dyn Fn(&ServerReport) -> Option<f64>,
+    ) -> Row {
+        let values = self.present.iter().map(|k| self.r.server(*k).and_then(f)).collect();
+        Row { label: label.to_owned(), values, digits, ratio }
+    }
+}
+
+fn lat(s: Option<&Summary>, f: fn(&Summary) -> u64) -> Option<f64> {
+    s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3)
+}
+
+fn mem(v: u64) -> Option<f64> {
+    (v > 0).then(|| mib(v))
+}
+
+fn nsrv(s: &ServerReport) -> bool {
+    s.kind.is_namesrv()
 }
 
 fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
-    let get = |f: &dyn Fn(&ServerReport) -> Option<f64>| -> Vec<Option<f64>> {
-        present.iter().map(|k| r.server(*k).and_then(f)).collect()
+    let rows = Rows { r, present };
+    let mut out = read_rows(&rows);
+    out.extend(other_rows(&rows));
+    out
+}
+
+/// S1 and S2.
+fn read_rows(rows: &Rows<'_>) -> Vec<Row> {
+    let row = |label, digits, ratio, f: &dyn Fn(&ServerReport) -> Option<f64>| {
+        rows.row(label, digits, ratio, f)
     };
-    let row =
-        |label: &str, digits: usize, ratio: bool, f: &dyn Fn(&ServerReport) -> Option<f64>| Row {
-            label: label.to_owned(),
-            values: get(f),
-            digits,
-            ratio,
-        };
-    let lat = |s: Option<&Summary>, f: fn(&Summary) -> u64| {
-        s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3)
-    };
-    let mem = |v: u64| (v > 0).then(|| mib(v));
-    let nsrv = |s: &ServerReport| s.kind.is_namesrv();
     vec![
         row("S1 throughput (req/s)", 0, true, &|s| {
             s.s1.as_ref().filter(|x| x.ok > 0).map(|x| x.qps)
@@ -504,6 +395,15 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
         row("S2 registration max (ms)", 1, true, &|s| {
             lat(s.s2.as_ref().map(|x| &x.registrations), |x| x.max_us)
         }),
+    ]
+}
+
+/// S3 to S6 and the populate time.
+fn other_rows(rows: &Rows<'_>) -> Vec<Row> {
+    let row = |label, digits, ratio, f: &dyn Fn(&ServerReport) -> Option<f64>| {
+        rows.row(label, digits, ratio, f)
+    };
+    vec![
         row("S3 first registration, 50k new topics (ms)", 0, true, &|s| {
             s.s3.as_ref().map(|x| x.first_apply_ms)
         }),
@@ -572,8 +472,8 @@ fn rows(r: &Report, present: &[Kind]) -> Vec<Row> {
 mod tests {
     use super::*;
     use crate::results::MetricsOverhead;
+    use crate::results::{EnvInfo, Sizes, S2, S3};
     use crate::server::Memory;
-    use crate::suite::{EnvInfo, Sizes, S2, S3};
 
     fn summary(qps: f64, p99_us: u64) -> Summary {
         Summary {

@@ -158,6 +158,18 @@ pub fn error_kind(err: &client::Error) -> String {
     }
 }
 
+/// A string of digits with a comma every three from the right (`1234567` → `1,234,567`).
+pub fn group_digits(d: &str) -> String {
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Microseconds as milliseconds with two decimals, for tables.
 pub fn ms(us: u64) -> String {
     format!("{:.2}", us as f64 / 1000.0)

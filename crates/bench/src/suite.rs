@@ -10,6 +10,9 @@
 //! * S4 RSS: empty, populated and idle, peak during S2, with S5's connections, at the end.
 //! * S5 many connected clients, some of them reading.
 //! * S6 start-up to the first answered request.
+//!
+//! [`run`] reads as the list of phases; each phase is a method of [`Suite`] (what every phase
+//! shares) over the servers still running ([`Live`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,11 +24,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::big::BigBroker;
-use crate::cpu::{self, CpuMeter};
-use crate::load::{self, Fleet, Readers};
-use crate::raw::{self, Requests};
-use crate::server::{Kind, RssSampler, Server, Spec};
-use crate::stats::{Recorder, Summary};
+use crate::churn;
+use crate::cpu::{CpuMeter, PhaseCpu};
+use crate::load::{Fleet, Readers};
+use crate::phase::{gate, line, merged, ms, read_phase, ReadMode};
+use crate::server::{Kind, Server, Spec};
+use crate::stats::Recorder;
 use crate::topology::{RegistrationBody, Topology};
 
 pub use crate::results::{loadavg, EnvInfo, Report, ServerReport, Sizes, S2, S3, S5};
@@ -47,11 +51,40 @@ impl Live {
         self.server.alive()
     }
 
+    /// Populated, running, and not an S1-only kind: takes part in S2, S3 and S5.
+    fn in_full_suite(&mut self) -> bool {
+        self.fleet.is_some() && self.ok() && !self.spec.kind.s1_only()
+    }
+
     fn fail(&mut self, what: &str, e: &anyhow::Error) {
         let msg = format!("{what}: {e:#}");
         eprintln!("  ! {} {msg}", self.spec.kind.label());
         self.report.failures.push(msg);
     }
+}
+
+/// The ceiling server, its report and its S1 recorders.
+struct Ceiling {
+    server: Server,
+    report: ServerReport,
+    s1: Vec<(Recorder, Duration)>,
+}
+
+/// What every phase shares: sizes, topology, bodies, read modes, the measuring flag.
+struct Suite<'a> {
+    specs: &'a [Spec],
+    sizes: &'a Sizes,
+    workdir: &'a Path,
+    say: &'a dyn Fn(&str),
+    topology: Topology,
+    bodies: Vec<Arc<RegistrationBody>>,
+    /// Raised during measured phases: idle servers' brokers hold their keep-alive registrations.
+    measuring: watch::Sender<bool>,
+    plain_mode: ReadMode,
+    /// `ours-auth`'s readers sign every request (the same requests, plus the signature fields).
+    signed_mode: Option<ReadMode>,
+    readers: Readers,
+    prewarm: Readers,
 }
 
 /// Runs the suite on `specs` (any mix of kinds; the ceiling only runs S1), with server files
@@ -62,145 +95,195 @@ pub async fn run(
     workdir: &Path,
     say: &dyn Fn(&str),
 ) -> anyhow::Result<Vec<ServerReport>> {
-    let topology = Topology::new(sizes.shape, sizes.seed);
-    let bodies: Vec<Arc<RegistrationBody>> = (0..sizes.shape.clusters)
-        .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
-        .collect();
-    say(&format!(
-        "topology: {} clusters x {} brokers x {} topics/cluster ({} topics, {} KiB per registration)",
-        sizes.shape.clusters,
-        sizes.shape.brokers_per_cluster,
-        sizes.shape.topics_per_cluster,
-        topology.topics.len(),
-        bodies.first().map_or(0, |b| b.len() / 1024)
-    ));
-    let probe = topology.topics.first().cloned().context("the topology has no topic")?;
-
-    // Raised during measured phases: idle servers' brokers hold their keep-alive registrations.
-    let measuring = watch::Sender::new(false);
-
-    // Start every nameserver, one at a time (S6's first sample), then populate each.
-    let mut lives = Vec::new();
-    for spec in specs.iter().filter(|s| s.kind.is_namesrv()) {
-        let dir = workdir.join(format!("{}-0", spec.kind.label()));
-        let mut server = Server::spawn(spec, &dir)?;
-        let ready = server.wait_ready(Duration::from_secs(120)).await?;
-        say(&format!(
-            "{:>14}: up in {:.0} ms on {} (pid {})",
-            spec.kind.label(),
-            ms(ready),
-            server.addr,
-            server.pid
-        ));
-        let mut report = ServerReport::new(spec);
-        report.startup_ms.push(ms(ready));
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        report.mem_empty = server.memory().unwrap_or_default();
-        let (keep_alive_stop, _) = watch::channel(false);
-        lives.push(Live {
-            spec: spec.clone(),
-            server,
-            fleet: None,
-            keep_alive_stop,
-            report,
-            s1: Vec::new(),
-            s2: Vec::new(),
-        });
+    let suite = Suite::new(specs, sizes, workdir, say)?;
+    let mut lives = suite.start_servers().await?;
+    suite.populate(&mut lives).await;
+    let mut ceiling = suite.start_ceiling(&lives).await?;
+    let pids: Vec<u32> =
+        lives.iter().map(|l| l.server.pid).chain(ceiling.as_ref().map(|c| c.server.pid)).collect();
+    suite.warm_up(&mut lives).await;
+    for round in 0..sizes.rounds {
+        suite.s1_round(&mut lives, ceiling.as_mut(), &pids, round).await;
+        suite.s2_round(&mut lives, &pids, round).await;
     }
-    for live in &mut lives {
-        let credentials = live.spec.kind.broker_credentials();
-        let fleet = Fleet::new(&live.server.addr, &topology, &bodies, credentials)?;
-        let started = Instant::now();
-        match fleet.populate(4).await {
-            Ok(rec) => {
-                live.report.populate_secs = started.elapsed().as_secs_f64();
-                live.report.populate = rec.summary(started.elapsed());
-                say(&format!(
-                    "{:>14}: {} brokers registered in {:.2} s (p50 {:.1} ms, max {:.1} ms)",
-                    live.spec.kind.label(),
-                    fleet.len(),
-                    live.report.populate_secs,
-                    live.report.populate.p50_us as f64 / 1e3,
-                    live.report.populate.max_us as f64 / 1e3
-                ));
-                drop(fleet.keep_alive(
-                    Duration::from_secs(30),
-                    live.keep_alive_stop.subscribe(),
-                    measuring.subscribe(),
-                ));
-                live.fleet = Some(fleet);
+    merge_rounds(&mut lives);
+    suite.metrics_overhead(&mut lives, &pids).await;
+    suite.s3(&mut lives, &pids).await;
+    suite.s5(&mut lives, &pids).await;
+    let mut reports = stop(lives, ceiling, specs).await?;
+    suite.s6(&mut reports).await?;
+    Ok(reports.into_iter().map(|(_, r)| r).collect())
+}
+
+impl<'a> Suite<'a> {
+    fn new(
+        specs: &'a [Spec],
+        sizes: &'a Sizes,
+        workdir: &'a Path,
+        say: &'a dyn Fn(&str),
+    ) -> anyhow::Result<Self> {
+        let topology = Topology::new(sizes.shape, sizes.seed);
+        let bodies = topology.bodies();
+        say(&format!(
+            "topology: {} clusters x {} brokers x {} topics/cluster ({} topics, {} KiB per registration)",
+            sizes.shape.clusters,
+            sizes.shape.brokers_per_cluster,
+            sizes.shape.topics_per_cluster,
+            topology.topics.len(),
+            bodies.first().map_or(0, |b| b.len() / 1024)
+        ));
+        anyhow::ensure!(!topology.topics.is_empty(), "the topology has no topic");
+        let plain_mode = ReadMode::new(&sizes.reader, &topology.topics, None)?;
+        let signed_mode = match specs.iter().find_map(|s| s.kind.reader_credentials()) {
+            Some(credentials) => {
+                Some(ReadMode::new(&sizes.reader, &topology.topics, Some(credentials))?)
             }
-            Err(e) => live.fail("populate", &e),
+            None => None,
+        };
+        let readers = Readers::closed_loop(sizes.depth, sizes.warmup_ms, sizes.measure_ms);
+        // Warm every server up (the JVM's JIT above all) before anything is measured.
+        let prewarm = Readers {
+            warmup: Duration::ZERO,
+            measure: Duration::from_millis(sizes.prewarm_ms),
+            ..readers.clone()
+        };
+        Ok(Self {
+            specs,
+            sizes,
+            workdir,
+            say,
+            topology,
+            bodies,
+            measuring: watch::Sender::new(false),
+            plain_mode,
+            signed_mode,
+            readers,
+            prewarm,
+        })
+    }
+
+    /// How `kind`'s readers read (signed for `ours-auth`).
+    fn mode_of(&self, kind: Kind) -> &ReadMode {
+        match (kind.reader_credentials(), &self.signed_mode) {
+            (Some(_), Some(signed)) => signed,
+            _ => &self.plain_mode,
         }
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    for live in &mut lives {
-        live.report.mem_populated = live.server.memory().unwrap_or_default();
+
+    /// Starts every nameserver, one at a time (S6's first sample), with its empty RSS.
+    async fn start_servers(&self) -> anyhow::Result<Vec<Live>> {
+        let mut lives = Vec::new();
+        for spec in self.specs.iter().filter(|s| s.kind.is_namesrv()) {
+            let dir = self.workdir.join(format!("{}-0", spec.kind.label()));
+            let mut server = Server::spawn(spec, &dir)?;
+            let ready = server.wait_ready(Duration::from_secs(120)).await?;
+            (self.say)(&format!(
+                "{:>14}: up in {:.0} ms on {} (pid {})",
+                spec.kind.label(),
+                ms(ready),
+                server.addr,
+                server.pid
+            ));
+            let mut report = ServerReport::new(spec);
+            report.startup_ms.push(ms(ready));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            report.mem_empty = server.memory().unwrap_or_default();
+            let (keep_alive_stop, _) = watch::channel(false);
+            lives.push(Live {
+                spec: spec.clone(),
+                server,
+                fleet: None,
+                keep_alive_stop,
+                report,
+                s1: Vec::new(),
+                s2: Vec::new(),
+            });
+        }
+        Ok(lives)
     }
 
-    // The ceiling answers with the body a real nameserver gives for a topic of this topology.
-    let mut ceiling = None;
-    if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Ceiling) {
+    /// Registers every server's brokers (4 at a time) and starts their keep-alives; the
+    /// populated RSS 2 s later.
+    async fn populate(&self, lives: &mut [Live]) {
+        for live in lives.iter_mut() {
+            let credentials = live.spec.kind.broker_credentials();
+            let fleet =
+                match Fleet::new(&live.server.addr, &self.topology, &self.bodies, credentials) {
+                    Ok(fleet) => fleet,
+                    Err(e) => {
+                        live.fail("populate", &e);
+                        continue;
+                    }
+                };
+            let started = Instant::now();
+            match fleet.populate(4).await {
+                Ok(rec) => {
+                    live.report.populate_secs = started.elapsed().as_secs_f64();
+                    live.report.populate = rec.summary(started.elapsed());
+                    (self.say)(&format!(
+                        "{:>14}: {} brokers registered in {:.2} s (p50 {:.1} ms, max {:.1} ms)",
+                        live.spec.kind.label(),
+                        fleet.len(),
+                        live.report.populate_secs,
+                        live.report.populate.p50_us as f64 / 1e3,
+                        live.report.populate.max_us as f64 / 1e3
+                    ));
+                    drop(fleet.keep_alive(
+                        Duration::from_secs(30),
+                        live.keep_alive_stop.subscribe(),
+                        self.measuring.subscribe(),
+                    ));
+                    live.fleet = Some(fleet);
+                }
+                Err(e) => live.fail("populate", &e),
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for live in lives.iter_mut() {
+            live.report.mem_populated = live.server.memory().unwrap_or_default();
+        }
+    }
+
+    /// The ceiling, answering with the body a real nameserver gives for a topic of this
+    /// topology (when it is one of the specs).
+    async fn start_ceiling(&self, lives: &[Live]) -> anyhow::Result<Option<Ceiling>> {
+        let Some(spec) = self.specs.iter().find(|s| s.kind == Kind::Ceiling) else {
+            return Ok(None);
+        };
+        let probe = &self.topology.topics[0];
         let body = match lives.iter().find(|l| l.fleet.is_some()) {
-            Some(l) => route_body(&l.server.addr, &probe).await?,
+            Some(l) => route_body(&l.server.addr, probe).await?,
             None => anyhow::bail!(
                 "the ceiling needs a populated nameserver to copy a route answer from"
             ),
         };
-        let file = workdir.join("ceiling-body.json");
+        let file = self.workdir.join("ceiling-body.json");
         std::fs::write(&file, &body)?;
         let spec = Spec { ceiling_body: Some(file), ..spec.clone() };
-        let mut server = Server::spawn(&spec, &workdir.join("ceiling"))?;
+        let mut server = Server::spawn(&spec, &self.workdir.join("ceiling"))?;
         server.wait_ready(Duration::from_secs(30)).await?;
-        say(&format!(
+        (self.say)(&format!(
             "{:>14}: up on {} answering {} body bytes",
             "ceiling",
             server.addr,
             body.len()
         ));
-        ceiling = Some((server, ServerReport::new(&spec), Vec::<(Recorder, Duration)>::new()));
+        Ok(Some(Ceiling { server, report: ServerReport::new(&spec), s1: Vec::new() }))
     }
 
-    let plain_mode = ReadMode::new(&sizes.reader, &topology.topics, None)?;
-    // `ours-auth`'s readers sign every request (the same requests, plus the signature fields).
-    let signed_mode = match specs.iter().find_map(|s| s.kind.reader_credentials()) {
-        Some(credentials) => {
-            Some(ReadMode::new(&sizes.reader, &topology.topics, Some(credentials))?)
+    /// Unmeasured reads against every populated server (`prewarm_ms`).
+    async fn warm_up(&self, lives: &mut [Live]) {
+        if self.sizes.prewarm_ms == 0 {
+            return;
         }
-        None => None,
-    };
-    let mode_of = |kind: Kind| match (kind.reader_credentials(), &signed_mode) {
-        (Some(_), Some(signed)) => signed,
-        _ => &plain_mode,
-    };
-    let pids: Vec<u32> =
-        lives.iter().map(|l| l.server.pid).chain(ceiling.as_ref().map(|c| c.0.pid)).collect();
-    let readers = Readers {
-        depth: sizes.depth,
-        warmup: Duration::from_millis(sizes.warmup_ms),
-        measure: Duration::from_millis(sizes.measure_ms),
-        rate_per_task: None,
-        stop: None,
-    };
-    // Warm every server up (the JVM's JIT above all) before anything is measured.
-    let prewarm = Readers {
-        warmup: Duration::ZERO,
-        measure: Duration::from_millis(sizes.prewarm_ms),
-        ..readers.clone()
-    };
-    if sizes.prewarm_ms > 0 {
         for live in lives.iter_mut().filter(|l| l.fleet.is_some()) {
-            match read_phase(
-                &live.server.addr,
-                sizes.conns,
-                &topology,
-                mode_of(live.spec.kind),
-                &prewarm,
-                sizes.seed ^ 0xAA,
-            )
-            .await
+            let mode = self.mode_of(live.spec.kind);
+            let seed = self.sizes.seed ^ 0xAA;
+            let addr = &live.server.addr;
+            match read_phase(addr, self.sizes.conns, &self.topology, mode, &self.prewarm, seed)
+                .await
             {
-                Ok((rec, elapsed)) => say(&format!(
+                Ok((rec, elapsed)) => (self.say)(&format!(
                     "warm-up {:>14}: {}",
                     live.spec.kind.label(),
                     line(&rec.summary(elapsed))
@@ -209,24 +292,57 @@ pub async fn run(
             }
         }
     }
-    let n = lives.len() + usize::from(ceiling.is_some());
-    for round in 0..sizes.rounds {
-        // S1, the order rotated each round; the ceiling takes its turn among the nameservers.
-        let s1_round = async |addr: &str, pid: u32, kind: Kind| {
-            let label = kind.label();
-            gate(sizes, &pids, say).await;
-            measuring.send_replace(true);
-            let meter = CpuMeter::start(Some(pid), &pids);
-            let seed = sizes.seed + round as u64;
-            let mode = mode_of(kind);
-            let result = read_phase(addr, sizes.conns, &topology, mode, &readers, seed).await;
-            let cpu = meter.finish(&format!("S1 r{round}"));
-            measuring.send_replace(false);
-            if let Ok((rec, elapsed)) = &result {
-                say(&format!("S1 r{round} {label:>14}: {}", line(&rec.summary(*elapsed))));
-            }
-            (cpu, result)
-        };
+
+    /// Runs `f` as a measured phase of the server `pid`: waits for a quiet machine, raises the
+    /// measuring flag, and meters the cores used.
+    async fn measured<T>(
+        &self,
+        pid: u32,
+        pids: &[u32],
+        phase: &str,
+        f: impl std::future::Future<Output = T>,
+    ) -> (PhaseCpu, T) {
+        gate(self.sizes, self.say).await;
+        self.measuring.send_replace(true);
+        let meter = CpuMeter::start(Some(pid), pids);
+        let result = f.await;
+        let cpu = meter.finish(phase);
+        self.measuring.send_replace(false);
+        (cpu, result)
+    }
+
+    /// One S1 measurement against `addr`.
+    async fn s1_one(
+        &self,
+        addr: &str,
+        pid: u32,
+        kind: Kind,
+        pids: &[u32],
+        round: usize,
+    ) -> (PhaseCpu, anyhow::Result<(Recorder, Duration)>) {
+        let seed = self.sizes.seed + round as u64;
+        let mode = self.mode_of(kind);
+        let reads = read_phase(addr, self.sizes.conns, &self.topology, mode, &self.readers, seed);
+        let (cpu, result) = self.measured(pid, pids, &format!("S1 r{round}"), reads).await;
+        if let Ok((rec, elapsed)) = &result {
+            (self.say)(&format!(
+                "S1 r{round} {:>14}: {}",
+                kind.label(),
+                line(&rec.summary(*elapsed))
+            ));
+        }
+        (cpu, result)
+    }
+
+    /// S1, the order rotated each round; the ceiling takes its turn among the nameservers.
+    async fn s1_round(
+        &self,
+        lives: &mut [Live],
+        mut ceiling: Option<&mut Ceiling>,
+        pids: &[u32],
+        round: usize,
+    ) {
+        let n = lives.len() + usize::from(ceiling.is_some());
         for k in 0..n {
             let i = (k + round) % n;
             if i < lives.len() {
@@ -234,8 +350,8 @@ pub async fn run(
                 if live.fleet.is_none() || !live.ok() {
                     continue;
                 }
-                let (cpu, result) =
-                    s1_round(&live.server.addr, live.server.pid, live.spec.kind).await;
+                let (addr, pid, kind) = (live.server.addr.clone(), live.server.pid, live.spec.kind);
+                let (cpu, result) = self.s1_one(&addr, pid, kind, pids, round).await;
                 live.report.cpu.push(cpu);
                 match result {
                     Ok((rec, elapsed)) => {
@@ -244,34 +360,48 @@ pub async fn run(
                     }
                     Err(e) => live.fail("S1", &e),
                 }
-            } else if let Some((server, report, recs)) = ceiling.as_mut() {
-                let (cpu, result) = s1_round(&server.addr, server.pid, Kind::Ceiling).await;
-                report.cpu.push(cpu);
+            } else if let Some(c) = ceiling.as_deref_mut() {
+                let (addr, pid) = (c.server.addr.clone(), c.server.pid);
+                let (cpu, result) = self.s1_one(&addr, pid, Kind::Ceiling, pids, round).await;
+                c.report.cpu.push(cpu);
                 match result {
                     Ok((rec, elapsed)) => {
-                        report.s1_rounds.push(rec.summary(elapsed));
-                        recs.push((rec, elapsed));
+                        c.report.s1_rounds.push(rec.summary(elapsed));
+                        c.s1.push((rec, elapsed));
                     }
-                    Err(e) => report.failures.push(format!("S1: {e:#}")),
+                    Err(e) => c.report.failures.push(format!("S1: {e:#}")),
                 }
             }
         }
-        // S2.
+    }
+
+    /// S2, the order rotated each round.
+    async fn s2_round(&self, lives: &mut [Live], pids: &[u32], round: usize) {
         let count = lives.len();
         for k in 0..count {
             let live = &mut lives[(k + round) % count];
-            if live.fleet.is_none() || !live.ok() || live.spec.kind.s1_only() {
+            if !live.in_full_suite() {
                 continue;
             }
-            gate(sizes, &pids, say).await;
-            measuring.send_replace(true);
-            let meter = CpuMeter::start(Some(live.server.pid), &pids);
-            let result = churn_phase(live, sizes, &topology, &plain_mode, &readers, round).await;
-            live.report.cpu.push(meter.finish(&format!("S2 r{round}")));
-            measuring.send_replace(false);
+            let Some(fleet) = live.fleet.as_ref() else { continue };
+            let pid = live.server.pid;
+            let (mode, readers) = (&self.plain_mode, &self.readers);
+            let churn =
+                churn::phase(&live.server, fleet, self.sizes, &self.topology, mode, readers, round);
+            let (cpu, result) = self.measured(pid, pids, &format!("S2 r{round}"), churn).await;
+            let result = result.map(|c| {
+                live.report.rss_s2_peak_kib = live.report.rss_s2_peak_kib.max(c.rss_peak_kib);
+                let s2 = S2 {
+                    reads: c.reads.summary(c.elapsed),
+                    registrations: c.registrations.summary(c.elapsed),
+                };
+                live.s2.push((c.reads, c.elapsed, c.registrations));
+                s2
+            });
+            live.report.cpu.push(cpu);
             match result {
                 Ok(s2) => {
-                    say(&format!(
+                    (self.say)(&format!(
                         "S2 r{round} {:>14}: {} | registrations {:.1}/s p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
                         live.spec.kind.label(),
                         line(&s2.reads),
@@ -286,7 +416,120 @@ pub async fn run(
             }
         }
     }
-    for live in &mut lives {
+
+    /// Metrics overhead (#12): ours against a metricsEnable=false instance, paired S1 rounds.
+    async fn metrics_overhead(&self, lives: &mut [Live], pids: &[u32]) {
+        if self.sizes.metrics_rounds == 0 {
+            return;
+        }
+        let Some(live) = lives.iter_mut().find(|l| l.spec.kind == Kind::Ours && l.fleet.is_some())
+        else {
+            return;
+        };
+        let phase = crate::overhead::Phase {
+            sizes: self.sizes,
+            topology: &self.topology,
+            bodies: &self.bodies,
+            mode: &self.plain_mode,
+            readers: &self.readers,
+            prewarm: &self.prewarm,
+            pids,
+            measuring: &self.measuring,
+        };
+        match phase.run(&live.spec, self.workdir, self.say).await {
+            Ok(overhead) => live.report.metrics_overhead = Some(overhead),
+            Err(e) => live.fail("metrics overhead", &e),
+        }
+    }
+
+    /// S3, one server after the other.
+    async fn s3(&self, lives: &mut [Live], pids: &[u32]) {
+        let big = BigBroker::new(self.sizes);
+        for live in lives.iter_mut() {
+            if !live.in_full_suite() {
+                continue;
+            }
+            let phase = big.phase(&live.server.addr, self.sizes, &self.topology);
+            let (cpu, result) = self.measured(live.server.pid, pids, "S3", phase).await;
+            live.report.cpu.push(cpu);
+            match result {
+                Ok(s3) => {
+                    (self.say)(&format!(
+                        "S3    {:>14}: first {:.0} ms (visible {}), again {:?} ms | reads during p99 {:.2} ms max {:.2} ms, outside p99 {:.2} ms",
+                        live.spec.kind.label(),
+                        s3.first_apply_ms,
+                        s3.visible_ms.map_or("never".to_owned(), |v| format!("{v:.0} ms")),
+                        s3.rereg_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>(),
+                        s3.reads_during.p99_us as f64 / 1e3,
+                        s3.reads_during.max_us as f64 / 1e3,
+                        s3.reads_outside.p99_us as f64 / 1e3
+                    ));
+                    live.report.s3 = Some(s3);
+                }
+                Err(e) => live.fail("S3", &e),
+            }
+        }
+    }
+
+    /// S5, one server after the other.
+    async fn s5(&self, lives: &mut [Live], pids: &[u32]) {
+        for live in lives.iter_mut() {
+            if !live.in_full_suite() {
+                continue;
+            }
+            let pid = live.server.pid;
+            let phase = crate::crowd::phase(&live.server.addr, pid, self.sizes, &self.topology);
+            let (cpu, result) = self.measured(pid, pids, "S5", phase).await;
+            live.report.cpu.push(cpu);
+            match result {
+                Ok(s5) => {
+                    (self.say)(&format!(
+                        "S5    {:>14}: {} clients connected ({} failed) in {:.1} s, RSS {} MiB | {}",
+                        live.spec.kind.label(),
+                        s5.clients,
+                        s5.refused,
+                        s5.connect_secs,
+                        s5.rss_kib / 1024,
+                        line(&s5.reads)
+                    ));
+                    live.report.s5 = Some(s5);
+                }
+                Err(e) => live.fail("S5", &e),
+            }
+        }
+    }
+
+    /// S6: more start-ups, alternating servers, nothing else running.
+    async fn s6(&self, reports: &mut [(Spec, ServerReport)]) -> anyhow::Result<()> {
+        for i in 1..self.sizes.s6_starts {
+            for (spec, report) in
+                reports.iter_mut().filter(|(s, _)| s.kind.is_namesrv() && !s.kind.s1_only())
+            {
+                let dir = self.workdir.join(format!("{}-{i}", spec.kind.label()));
+                let mut server = Server::spawn(spec, &dir)?;
+                match server.wait_ready(Duration::from_secs(120)).await {
+                    Ok(t) => report.startup_ms.push(ms(t)),
+                    Err(e) => report.failures.push(format!("S6 start {i}: {e:#}")),
+                }
+                server.stop();
+            }
+        }
+        for (spec, report) in reports.iter() {
+            if spec.kind.is_namesrv() {
+                (self.say)(&format!(
+                    "S6    {:>14}: start-up {:?} ms",
+                    spec.kind.label(),
+                    report.startup_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// S1 and S2 merged over the rounds.
+fn merge_rounds(lives: &mut [Live]) {
+    for live in lives {
         live.report.s1 = merged(&live.s1);
         if !live.s2.is_empty() {
             let reads: Vec<_> = live.s2.iter().map(|(r, e, _)| (r.clone(), *e)).collect();
@@ -297,88 +540,28 @@ pub async fn run(
             });
         }
     }
+}
 
-    // Metrics overhead (#12): ours against a metricsEnable=false instance, paired S1 rounds.
-    if sizes.metrics_rounds > 0 {
-        if let Some(live) =
-            lives.iter_mut().find(|l| l.spec.kind == Kind::Ours && l.fleet.is_some())
-        {
-            let phase = crate::overhead::Phase {
-                sizes,
-                topology: &topology,
-                bodies: &bodies,
-                mode: &plain_mode,
-                readers: &readers,
-                prewarm: &prewarm,
-                pids: &pids,
-                measuring: &measuring,
-            };
-            match phase.run(&live.spec, workdir, say).await {
-                Ok(overhead) => live.report.metrics_overhead = Some(overhead),
-                Err(e) => live.fail("metrics overhead", &e),
-            }
-        }
+/// Stops everything: each server's end-of-run memory, its brokers closed, the process killed;
+/// the ceiling's report comes last.
+async fn stop(
+    lives: Vec<Live>,
+    ceiling: Option<Ceiling>,
+    specs: &[Spec],
+) -> anyhow::Result<Vec<(Spec, ServerReport)>> {
+    let mut reports = stop_nameservers(lives).await;
+    if let Some(Ceiling { server, mut report, s1 }) = ceiling {
+        report.mem_end = server.memory().unwrap_or_default();
+        report.s1 = merged(&s1);
+        server.stop();
+        let spec =
+            specs.iter().find(|s| s.kind == Kind::Ceiling).cloned().context("ceiling spec")?;
+        reports.push((Spec { ceiling_body: None, ..spec }, report));
     }
+    Ok(reports)
+}
 
-    // S3, one server after the other.
-    let big = BigBroker::new(sizes);
-    for live in &mut lives {
-        if live.fleet.is_none() || !live.ok() || live.spec.kind.s1_only() {
-            continue;
-        }
-        gate(sizes, &pids, say).await;
-        measuring.send_replace(true);
-        let meter = CpuMeter::start(Some(live.server.pid), &pids);
-        let result = big.phase(&live.server.addr, sizes, &topology).await;
-        live.report.cpu.push(meter.finish("S3"));
-        measuring.send_replace(false);
-        match result {
-            Ok(s3) => {
-                say(&format!(
-                    "S3    {:>14}: first {:.0} ms (visible {}), again {:?} ms | reads during p99 {:.2} ms max {:.2} ms, outside p99 {:.2} ms",
-                    live.spec.kind.label(),
-                    s3.first_apply_ms,
-                    s3.visible_ms.map_or("never".to_owned(), |v| format!("{v:.0} ms")),
-                    s3.rereg_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>(),
-                    s3.reads_during.p99_us as f64 / 1e3,
-                    s3.reads_during.max_us as f64 / 1e3,
-                    s3.reads_outside.p99_us as f64 / 1e3
-                ));
-                live.report.s3 = Some(s3);
-            }
-            Err(e) => live.fail("S3", &e),
-        }
-    }
-
-    // S5, one server after the other.
-    for live in &mut lives {
-        if live.fleet.is_none() || !live.ok() || live.spec.kind.s1_only() {
-            continue;
-        }
-        gate(sizes, &pids, say).await;
-        measuring.send_replace(true);
-        let meter = CpuMeter::start(Some(live.server.pid), &pids);
-        let result = many_clients_phase(live, sizes, &topology).await;
-        live.report.cpu.push(meter.finish("S5"));
-        measuring.send_replace(false);
-        match result {
-            Ok(s5) => {
-                say(&format!(
-                    "S5    {:>14}: {} clients connected ({} failed) in {:.1} s, RSS {} MiB | {}",
-                    live.spec.kind.label(),
-                    s5.clients,
-                    s5.refused,
-                    s5.connect_secs,
-                    s5.rss_kib / 1024,
-                    line(&s5.reads)
-                ));
-                live.report.s5 = Some(s5);
-            }
-            Err(e) => live.fail("S5", &e),
-        }
-    }
-
-    // Stop everything.
+async fn stop_nameservers(lives: Vec<Live>) -> Vec<(Spec, ServerReport)> {
     let mut reports = Vec::new();
     for mut live in lives {
         live.report.mem_end = live.server.memory().unwrap_or_default();
@@ -392,181 +575,7 @@ pub async fn run(
         live.server.stop();
         reports.push((live.spec, live.report));
     }
-    if let Some((server, mut report, recs)) = ceiling {
-        report.mem_end = server.memory().unwrap_or_default();
-        report.s1 = merged(&recs);
-        server.stop();
-        reports.push((
-            Spec {
-                ceiling_body: None,
-                ..specs.iter().find(|s| s.kind == Kind::Ceiling).cloned().context("ceiling spec")?
-            },
-            report,
-        ));
-    }
-
-    // S6: more start-ups, alternating servers, nothing else running.
-    for i in 1..sizes.s6_starts {
-        for (spec, report) in
-            reports.iter_mut().filter(|(s, _)| s.kind.is_namesrv() && !s.kind.s1_only())
-        {
-            let dir = workdir.join(format!("{}-{i}", spec.kind.label()));
-            let mut server = Server::spawn(spec, &dir)?;
-            match server.wait_ready(Duration::from_secs(120)).await {
-                Ok(t) => report.startup_ms.push(ms(t)),
-                Err(e) => report.failures.push(format!("S6 start {i}: {e:#}")),
-            }
-            server.stop();
-        }
-    }
-    for (spec, report) in &reports {
-        if spec.kind.is_namesrv() {
-            say(&format!(
-                "S6    {:>14}: start-up {:?} ms",
-                spec.kind.label(),
-                report.startup_ms.iter().map(|v| v.round() as i64).collect::<Vec<_>>()
-            ));
-        }
-    }
-    Ok(reports.into_iter().map(|(_, r)| r).collect())
-}
-
-/// How S1/S2 read: the lean reader's pre-encoded requests, or the full client.
-pub enum ReadMode {
-    Raw(Arc<Requests>),
-    Client,
-}
-
-impl ReadMode {
-    /// `"raw"` or `"client"`, for `topics`; requests signed with `credentials` when given (the
-    /// raw reader only).
-    pub fn new(
-        name: &str,
-        topics: &[Arc<str>],
-        credentials: Option<client::Credentials>,
-    ) -> anyhow::Result<Self> {
-        match name {
-            "raw" => {
-                let config = client::ClientConfig { credentials, ..Default::default() };
-                let client = Client::with_config("127.0.0.1:9876", config)?;
-                Ok(Self::Raw(Arc::new(Requests::new(&client, topics)?)))
-            }
-            "client" if credentials.is_some() => {
-                anyhow::bail!("signed reads (ours-auth) need the raw reader")
-            }
-            "client" => Ok(Self::Client),
-            other => anyhow::bail!("unknown reader {other:?} (raw or client)"),
-        }
-    }
-}
-
-/// S1-style reads against `addr`: `conns` new connections, then the readers.
-pub async fn read_phase(
-    addr: &str,
-    conns: usize,
-    topology: &Topology,
-    mode: &ReadMode,
-    readers: &Readers,
-    seed: u64,
-) -> anyhow::Result<(Recorder, Duration)> {
-    let probe = topology.topics[0].clone();
-    if let ReadMode::Raw(requests) = mode {
-        raw::probe(addr, &probe, requests.credentials()).await?;
-        let result = raw::run(addr, conns, requests.clone(), readers, seed).await?;
-        return Ok((result.all, result.elapsed));
-    }
-    let clients = load::connect_clients(addr, conns, 64, &probe).await?;
-    let result = load::run_readers(&clients, topology.topics.clone(), readers, None, seed).await;
-    for c in &clients {
-        c.close().await;
-    }
-    Ok((result.all, result.elapsed))
-}
-
-/// S2: S1's readers while every broker churns.
-async fn churn_phase(
-    live: &mut Live,
-    sizes: &Sizes,
-    topology: &Topology,
-    mode: &ReadMode,
-    readers: &Readers,
-    round: usize,
-) -> anyhow::Result<S2> {
-    let fleet = live.fleet.as_ref().context("no fleet")?;
-    // The server must answer before the churn starts (not only once it runs).
-    raw::probe(&live.server.addr, &topology.topics[0], None).await?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let measure_from = Instant::now() + readers.warmup;
-    let churn = fleet.churn(
-        Duration::from_millis(sizes.churn_ms),
-        measure_from,
-        stop_rx,
-        sizes.seed + round as u64,
-    );
-    let sampler = RssSampler::start(live.server.pid, Duration::from_millis(100));
-    let result = read_phase(
-        &live.server.addr,
-        sizes.conns,
-        topology,
-        mode,
-        readers,
-        sizes.seed ^ 0x52 ^ round as u64,
-    )
-    .await;
-    stop_tx.send_replace(true);
-    let regs = churn.await?;
-    let (reads, elapsed) = result?;
-    live.report.rss_s2_peak_kib = live.report.rss_s2_peak_kib.max(sampler.max_kib());
-    drop(sampler);
-    let s2 = S2 { reads: reads.summary(elapsed), registrations: regs.summary(elapsed) };
-    live.s2.push((reads, elapsed, regs));
-    Ok(s2)
-}
-
-/// S5: many connected clients, some reading (one request in flight each).
-async fn many_clients_phase(
-    live: &mut Live,
-    sizes: &Sizes,
-    topology: &Topology,
-) -> anyhow::Result<S5> {
-    let probe = topology.topics[0].clone();
-    let started = Instant::now();
-    let (clients, failed, first_error) =
-        load::connect_many(&live.server.addr, sizes.s5_clients, 256, &probe).await?;
-    let connect_secs = started.elapsed().as_secs_f64();
-    anyhow::ensure!(
-        !clients.is_empty(),
-        "no client could connect: {}",
-        first_error.unwrap_or_default()
-    );
-    let sampler = RssSampler::start(live.server.pid, Duration::from_millis(100));
-    let readers = Readers {
-        depth: 1,
-        warmup: Duration::from_millis(1_000),
-        measure: Duration::from_millis(sizes.s5_measure_ms),
-        rate_per_task: None,
-        stop: None,
-    };
-    let n_connected = clients.len();
-    let n = sizes.s5_readers.min(clients.len());
-    let result =
-        load::run_readers(&clients[..n], topology.topics.clone(), &readers, None, 55).await;
-    let rss_kib = sampler.max_kib().max(live.server.memory().unwrap_or_default().rss_kib);
-    drop(sampler);
-    for c in &clients {
-        c.close().await;
-    }
-    drop(clients);
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    Ok(S5 {
-        clients: n_connected,
-        refused: failed,
-        refused_error: first_error,
-        readers: n,
-        connect_secs,
-        reads: result.all.summary(result.elapsed),
-        rss_kib,
-    })
+    reports
 }
 
 /// The GET_ROUTEINFO_BY_TOPIC body `addr` answers for `topic`.
@@ -575,43 +584,4 @@ async fn route_body(addr: &str, topic: &str) -> anyhow::Result<Vec<u8>> {
     let (_, body) = client.get_route_body(topic, RouteOptions::default()).await?;
     client.close().await;
     Ok(body.to_vec())
-}
-
-/// Merges per-round recorders (QPS over the summed measured time).
-fn merged(parts: &[(Recorder, Duration)]) -> Option<Summary> {
-    let mut it = parts.iter();
-    let (first, mut elapsed) = it.next().map(|(r, e)| (r.clone(), *e))?;
-    let mut all = first;
-    for (r, e) in it {
-        all.merge(r);
-        elapsed += *e;
-    }
-    Some(all.summary(elapsed))
-}
-
-pub(crate) fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// One progress line for a read phase.
-pub fn line(s: &Summary) -> String {
-    format!(
-        "{:>9.0} req/s  p50 {:>7.3} p90 {:>7.3} p99 {:>7.3} p99.9 {:>8.3} max {:>8.3} ms  errors {}",
-        s.qps,
-        s.p50_us as f64 / 1e3,
-        s.p90_us as f64 / 1e3,
-        s.p99_us as f64 / 1e3,
-        s.p999_us as f64 / 1e3,
-        s.max_us as f64 / 1e3,
-        s.errors_text()
-    )
-}
-
-/// Waits (bounded) for the machine to calm down before a measured phase: other users' work,
-/// and our own idle servers too (a peer still working off an earlier phase's backlog, brokers'
-/// keep-alive registrations catching up).
-pub(crate) async fn gate(sizes: &Sizes, _server_pids: &[u32], say: &dyn Fn(&str)) {
-    if sizes.quiet_wait_s > 0 {
-        cpu::wait_quiet(sizes.quiet_cores, Duration::from_secs(sizes.quiet_wait_s), &[], say).await;
-    }
 }

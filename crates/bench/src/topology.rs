@@ -44,6 +44,13 @@ impl Topology {
         &self.topics[c * t..(c + 1) * t]
     }
 
+    /// Every cluster's registration body (cluster `c`'s at index `c`), encoded once.
+    pub fn bodies(&self) -> Vec<Arc<RegistrationBody>> {
+        (0..self.shape.clusters)
+            .map(|c| Arc::new(RegistrationBody::new(self.cluster_topics(c))))
+            .collect()
+    }
+
     /// Broker `i` of cluster `c`: `bench-c{c}` / `broker-c{c}-{i}` at `127.0.{c+1}.{i+1}:10911`
     /// (strings only; nothing connects to them).
     pub fn broker(&self, c: usize, i: usize) -> BrokerIdentity {
@@ -79,6 +86,27 @@ pub fn random_names(seed: u64, n: usize, prefix: &str) -> Vec<Arc<str>> {
 /// A master identity as a Java 5.x broker sends it (`enableActingMaster=false`).
 pub fn broker_identity(cluster: &str, name: &str, addr: &str) -> BrokerIdentity {
     BrokerIdentity::master(cluster, name, addr)
+}
+
+/// What a [`Registrar`] sends: a table encoded once, the DataVersion (and, for a table that
+/// changes, registration `k`'s changes) put in per registration.
+pub trait Table: Send + Sync + std::fmt::Debug {
+    /// The body of the broker's `k`-th registration since its table was set (0 for the first;
+    /// only registrations that bump the DataVersion count) with `version`, written into `buf`
+    /// (cleared; reused from the previous registration), and its `bodyCrc32`.
+    fn body(&self, version: &DataVersion, k: u64, buf: BytesMut) -> (Bytes, i32);
+    /// Encoded size in bytes (without the DataVersion).
+    fn encoded_len(&self) -> usize;
+}
+
+impl Table for RegistrationBody {
+    fn body(&self, version: &DataVersion, _k: u64, buf: BytesMut) -> (Bytes, i32) {
+        self.with_version_in(version, buf)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.len()
+    }
 }
 
 /// A RegisterBrokerBody in its JSON form, split around its DataVersion.
@@ -173,6 +201,16 @@ impl RegistrationBody {
         (buf.freeze(), masked)
     }
 
+    /// The bytes before the DataVersion.
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// The bytes after the DataVersion (the topic table).
+    pub fn suffix(&self) -> &[u8] {
+        &self.suffix
+    }
+
     /// Number of topics in the table.
     pub fn topics(&self) -> usize {
         self.topics
@@ -203,7 +241,10 @@ fn now_millis() -> i64 {
 pub struct Registrar {
     client: Client,
     header: RemotingCommand,
-    body: Arc<RegistrationBody>,
+    body: Arc<dyn Table>,
+    /// Registrations with a bumped DataVersion since `body` was set, the first not counted.
+    changes: u64,
+    sent: bool,
     version: DataVersion,
     timeout: Duration,
     /// The last body sent, reused for the next one once the client has dropped its copy.
@@ -217,7 +258,7 @@ impl Registrar {
     pub fn new(
         addr: &str,
         identity: BrokerIdentity,
-        body: Arc<RegistrationBody>,
+        body: Arc<dyn Table>,
         timeout: Duration,
         credentials: Option<client::Credentials>,
     ) -> anyhow::Result<Self> {
@@ -228,7 +269,7 @@ impl Registrar {
             RegisterBroker { identity, body: RegisterBrokerBody::default(), compressed: false };
         let header = client.register_broker_command(&empty);
         let version = DataVersion { counter: 1, state_version: 0, timestamp: now_millis() };
-        Ok(Self { client, header, body, version, timeout, scratch: None })
+        Ok(Self { client, header, body, changes: 0, sent: false, version, timeout, scratch: None })
     }
 
     /// Registers the table; with `bump`, first moves the DataVersion on (Java
@@ -237,17 +278,22 @@ impl Registrar {
         if bump {
             self.version.counter += 1;
             self.version.timestamp = now_millis().max(self.version.timestamp);
+            if self.sent {
+                self.changes += 1;
+            }
         }
+        self.sent = true;
         let buf = self.scratch.take().and_then(|b| b.try_into_mut().ok()).unwrap_or_default();
-        let (body, crc) = if self.body.len() > 1 << 20 {
+        let k = self.changes;
+        let (body, crc) = if self.body.encoded_len() > 1 << 20 {
             // Copying a multi-MB body would hold this runtime worker (and the readers it runs)
             // for milliseconds: do it off the runtime.
             let (source, version) = (Arc::clone(&self.body), self.version);
-            tokio::task::spawn_blocking(move || source.with_version_in(&version, buf))
+            tokio::task::spawn_blocking(move || source.body(&version, k, buf))
                 .await
                 .map_err(|e| client::Error::Encode(format!("body build failed: {e}")))?
         } else {
-            self.body.with_version_in(&self.version, buf)
+            self.body.body(&self.version, k, buf)
         };
         let mut cmd = self.header.clone();
         if let Some(ext) = cmd.ext_fields.as_mut() {
@@ -260,9 +306,11 @@ impl Registrar {
         Ok(start.elapsed())
     }
 
-    /// Serves `body` from the next registration on (the broker's topic table changed).
-    pub fn set_body(&mut self, body: Arc<RegistrationBody>) {
+    /// Serves `body` from the next registration on (the broker's topic table changed); its
+    /// changes count from there.
+    pub fn set_body(&mut self, body: Arc<dyn Table>) {
         self.body = body;
+        self.changes = 0;
     }
 
     /// Closes the broker's connection.

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bench::load::{Fleet, Readers};
+use bench::phase;
 use bench::report;
+use bench::scale::{self, ChangingBody, Point, ScaleReport, ScaleSizes};
 use bench::server::{Kind, Spec};
 use bench::suite::{self, EnvInfo, Report, Sizes};
-use bench::topology::{RegistrationBody, Shape, Topology};
+use bench::topology::{Shape, Table, Topology};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -28,9 +30,13 @@ enum Cmd {
     Suite(Box<SuiteArgs>),
     /// Populate one running nameserver and read from it (S1; S2 with --churn-ms).
     Load(Box<LoadArgs>),
-    /// Re-render latest.md and latest.svg from a latest.json.
+    /// S7, the scale scenario (issue #25): every point against a fresh instance of each
+    /// server; writes scale.{json,md,svg}.
+    Scale(Box<ScaleArgs>),
+    /// Re-render latest.md and latest.svg from a latest.json (or scale.md and scale.svg from a
+    /// scale.json).
     Report {
-        /// The JSON written by `suite`.
+        /// The JSON written by `suite` or `scale`.
         #[arg(long)]
         json: PathBuf,
         /// Where to write latest.md and latest.svg.
@@ -129,6 +135,13 @@ impl SizeFlags {
 struct SuiteArgs {
     #[command(flatten)]
     sizes: SizeFlags,
+    #[command(flatten)]
+    servers: ServerFlags,
+}
+
+/// The servers under test and where their results go.
+#[derive(Args)]
+struct ServerFlags {
     /// Servers to run: ours, ours-auth (ours with authenticationMode=all, S1 only), java,
     /// rocketmq-rust, ceiling (comma separated).
     #[arg(
@@ -155,7 +168,7 @@ struct SuiteArgs {
     /// The `ceiling` binary.
     #[arg(long)]
     ceiling: Option<PathBuf>,
-    /// Where latest.{json,md,svg} go.
+    /// Where the results (latest.* or scale.*) go.
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Server run directories (configs, logs).
@@ -164,6 +177,79 @@ struct SuiteArgs {
     /// `name=value` lines for the report's set-up section (e.g. peer versions).
     #[arg(long = "note")]
     notes: Vec<String>,
+}
+
+/// S7's sizes; unset ones come from the full or the --quick profile.
+#[derive(Args)]
+struct ScaleArgs {
+    /// The two smallest points, short phases (a smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// Points to run (t10k, t100k, t1m, b32, b200, b2000; comma separated).
+    #[arg(long, value_delimiter = ',')]
+    points: Vec<String>,
+    #[arg(long)]
+    conns: Option<usize>,
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Registrations in flight during the cold start.
+    #[arg(long)]
+    in_flight: Option<usize>,
+    #[arg(long)]
+    warmup_ms: Option<u64>,
+    /// Measured time of the calm reads and of each churn.
+    #[arg(long)]
+    measure_ms: Option<u64>,
+    /// Longest pause between two registrations of a broker during the churns.
+    #[arg(long)]
+    churn_ms: Option<u64>,
+    #[arg(long)]
+    probe_topics: Option<usize>,
+    #[arg(long)]
+    probe_reps: Option<usize>,
+    #[arg(long)]
+    seed: Option<u64>,
+    #[arg(long)]
+    quiet_cores: Option<f64>,
+    #[arg(long)]
+    quiet_wait_s: Option<u64>,
+    #[command(flatten)]
+    servers: ServerFlags,
+}
+
+impl ScaleArgs {
+    fn sizes(&self) -> anyhow::Result<ScaleSizes> {
+        let mut s = if self.quick { ScaleSizes::quick() } else { ScaleSizes::full() };
+        macro_rules! set {
+            ($($flag:ident),* $(,)?) => { $( if let Some(v) = self.$flag { s.$flag = v; } )* };
+        }
+        set!(
+            conns,
+            depth,
+            in_flight,
+            warmup_ms,
+            measure_ms,
+            churn_ms,
+            probe_topics,
+            probe_reps,
+            seed,
+            quiet_cores,
+            quiet_wait_s
+        );
+        if !self.points.is_empty() {
+            let all = Point::all();
+            s.points = self
+                .points
+                .iter()
+                .map(|n| {
+                    all.iter().find(|p| p.name == n.trim()).cloned().with_context(|| {
+                        format!("unknown point {n:?} (t10k, t100k, t1m, b32, b200, b2000)")
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?;
+        }
+        Ok(s)
+    }
 }
 
 #[derive(Args)]
@@ -182,6 +268,10 @@ struct LoadArgs {
     /// Skip S1 (e.g. `--churn --skip-s1` to profile S2 alone).
     #[arg(long)]
     skip_s1: bool,
+    /// With --churn: every re-registration changes 1 % of the broker's topics (S7's
+    /// real-change churn) instead of bumping the DataVersion alone.
+    #[arg(long)]
+    changing: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -199,11 +289,21 @@ fn main() -> anyhow::Result<()> {
             }
         }),
         Cmd::Load(a) => rt.block_on(load_cmd(*a)),
+        Cmd::Scale(a) => rt.block_on(async move {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = scale_cmd(*a) => r,
+                _ = tokio::signal::ctrl_c() => interrupted(),
+                _ = term.recv() => interrupted(),
+            }
+        }),
         Cmd::Report { json, out } => {
-            let r: Report = serde_json::from_slice(
-                &std::fs::read(&json).with_context(|| format!("read {}", json.display()))?,
-            )?;
-            write_report(&r, &out)
+            let bytes = std::fs::read(&json).with_context(|| format!("read {}", json.display()))?;
+            match serde_json::from_slice::<Report>(&bytes) {
+                Ok(r) => write_report(&r, &out),
+                Err(_) => write_scale_report(&serde_json::from_slice(&bytes)?, &out),
+            }
         }
     }
 }
@@ -217,78 +317,116 @@ fn say(line: &str) {
     println!("{line}");
 }
 
-async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
-    let sizes = a.sizes.sizes();
+/// The specs of the servers `f` names.
+fn specs(f: &ServerFlags) -> anyhow::Result<Vec<Spec>> {
     let mut specs = Vec::new();
-    for name in &a.servers {
+    for name in &f.servers {
         let kind = Kind::parse(name.trim()).with_context(|| format!("unknown server {name:?}"))?;
         // Absolute paths: servers run in their own directories.
         let need = |p: &Option<PathBuf>, flag: &str| {
             let p = p.clone().with_context(|| format!("{} needs --{flag}", kind.label()))?;
             std::fs::canonicalize(&p).with_context(|| format!("--{flag} {}", p.display()))
         };
+        let plain = |program| Spec {
+            kind,
+            program,
+            java_lib: None,
+            jvm_opts: vec![],
+            ceiling_body: None,
+            extra_config: Vec::new(),
+        };
         specs.push(match kind {
-            Kind::Ours | Kind::OursAuth => Spec {
-                kind,
-                program: need(&a.ours, "ours")?,
-                java_lib: None,
-                jvm_opts: vec![],
-                ceiling_body: None,
-                extra_config: Vec::new(),
-            },
+            Kind::Ours | Kind::OursAuth => plain(need(&f.ours, "ours")?),
             Kind::Java => Spec {
-                kind,
-                program: std::fs::canonicalize(&a.java).unwrap_or_else(|_| a.java.clone()),
-                java_lib: Some(need(&a.java_lib, "java-lib")?),
-                jvm_opts: a.jvm_opts.split_whitespace().map(str::to_owned).collect(),
-                ceiling_body: None,
-                extra_config: Vec::new(),
+                java_lib: Some(need(&f.java_lib, "java-lib")?),
+                jvm_opts: f.jvm_opts.split_whitespace().map(str::to_owned).collect(),
+                ..plain(std::fs::canonicalize(&f.java).unwrap_or_else(|_| f.java.clone()))
             },
-            Kind::RocketmqRust => Spec {
-                kind,
-                program: need(&a.rocketmq_rust, "rocketmq-rust")?,
-                java_lib: None,
-                jvm_opts: vec![],
-                ceiling_body: None,
-                extra_config: Vec::new(),
-            },
-            Kind::Ceiling => Spec {
-                kind,
-                program: need(&a.ceiling, "ceiling")?,
-                java_lib: None,
-                jvm_opts: vec![],
-                ceiling_body: None,
-                extra_config: Vec::new(),
-            },
+            Kind::RocketmqRust => plain(need(&f.rocketmq_rust, "rocketmq-rust")?),
+            Kind::Ceiling => plain(need(&f.ceiling, "ceiling")?),
         });
     }
-    let workdir = match &a.workdir {
+    Ok(specs)
+}
+
+fn workdir(f: &ServerFlags) -> anyhow::Result<PathBuf> {
+    let workdir = match &f.workdir {
         Some(w) => w.clone(),
         None => std::env::temp_dir().join(format!("nsbench-{}", std::process::id())),
     };
     std::fs::create_dir_all(&workdir)?;
-    say(&format!("nsbench suite: servers {:?}, work dir {}", a.servers, workdir.display()));
-    let started = Instant::now();
-    let load_before = suite::loadavg();
-    say(&format!("load average before: {load_before}"));
+    say(&format!("nsbench: servers {:?}, work dir {}", f.servers, workdir.display()));
+    Ok(workdir)
+}
+
+/// When a run started and the load average then.
+struct Run {
+    started: Instant,
+    load_before: String,
+}
+
+impl Run {
+    fn start() -> Self {
+        let load_before = suite::loadavg();
+        say(&format!("load average before: {load_before}"));
+        Self { started: Instant::now(), load_before }
+    }
+
+    /// The run's environment, now that it ended.
+    fn env(self, f: &ServerFlags, quick: bool) -> EnvInfo {
+        EnvInfo {
+            loadavg_before: self.load_before,
+            loadavg_after: suite::loadavg(),
+            quick,
+            wall_secs: self.started.elapsed().as_secs_f64(),
+            ..env_info(f)
+        }
+    }
+}
+
+async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
+    let sizes = a.sizes.sizes();
+    let specs = specs(&a.servers)?;
+    let workdir = workdir(&a.servers)?;
+    let run = Run::start();
     let servers = suite::run(&specs, &sizes, &workdir, &say).await?;
-    let mut env = env_info(&a);
-    env.loadavg_before = load_before;
-    env.loadavg_after = suite::loadavg();
-    env.quick = a.sizes.quick;
-    env.wall_secs = started.elapsed().as_secs_f64();
+    let env = run.env(&a.servers, a.sizes.quick);
     let report = Report { env, sizes, servers };
-    std::fs::create_dir_all(&a.out)?;
-    std::fs::write(a.out.join("latest.json"), serde_json::to_vec_pretty(&report)?)?;
-    write_report(&report, &a.out)?;
+    let out = &a.servers.out;
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("latest.json"), serde_json::to_vec_pretty(&report)?)?;
+    write_report(&report, out)?;
     println!("\n{}", report::markdown(&report).split("\n## Figures").next().unwrap_or_default());
     say(&format!(
         "wrote {}/latest.{{json,md,svg}} in {:.0} s",
-        a.out.display(),
+        out.display(),
         report.env.wall_secs
     ));
     let _ = std::fs::remove_dir_all(&workdir);
     Ok(())
+}
+
+async fn scale_cmd(a: ScaleArgs) -> anyhow::Result<()> {
+    let sizes = a.sizes()?;
+    let specs = specs(&a.servers)?;
+    let workdir = workdir(&a.servers)?;
+    let run = Run::start();
+    let points = scale::run(&specs, &sizes, &workdir, &say).await?;
+    let env = run.env(&a.servers, a.quick);
+    let report = ScaleReport { env, sizes, points };
+    let out = &a.servers.out;
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("scale.json"), serde_json::to_vec_pretty(&report)?)?;
+    write_scale_report(&report, out)?;
+    say(&format!("wrote {}/scale.{{json,md,svg}} in {:.0} s", out.display(), report.env.wall_secs));
+    let _ = std::fs::remove_dir_all(&workdir);
+    Ok(())
+}
+
+fn write_scale_report(r: &ScaleReport, out: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("scale.md"), scale::markdown(r))?;
+    scale::chart(r, &out.join("scale.svg"))
 }
 
 fn write_report(r: &Report, out: &Path) -> anyhow::Result<()> {
@@ -297,7 +435,7 @@ fn write_report(r: &Report, out: &Path) -> anyhow::Result<()> {
     bench::chart::chart(r, &out.join("latest.svg"))
 }
 
-fn env_info(a: &SuiteArgs) -> EnvInfo {
+fn env_info(a: &ServerFlags) -> EnvInfo {
     let run = |prog: &str, args: &[&str]| {
         Command::new(prog)
             .args(args)
@@ -362,39 +500,40 @@ async fn load_cmd(a: LoadArgs) -> anyhow::Result<()> {
     let sizes = a.sizes.sizes();
     let shape = Shape { ..sizes.shape };
     let topology = Topology::new(shape, sizes.seed);
-    let bodies: Vec<Arc<RegistrationBody>> = (0..shape.clusters)
-        .map(|c| Arc::new(RegistrationBody::new(topology.cluster_topics(c))))
-        .collect();
+    let bodies = topology.bodies();
     let fleet = Fleet::new(&a.addr, &topology, &bodies, None)?;
     if !a.no_populate {
         let t = Instant::now();
         fleet.populate(8).await?;
         say(&format!("populated {} brokers in {:.2} s", fleet.len(), t.elapsed().as_secs_f64()));
     }
-    let readers = Readers {
-        depth: sizes.depth,
-        warmup: Duration::from_millis(sizes.warmup_ms),
-        measure: Duration::from_millis(sizes.measure_ms),
-        rate_per_task: None,
-        stop: None,
-    };
-    let mode = suite::ReadMode::new(&sizes.reader, &topology.topics, None)?;
+    let readers = Readers::closed_loop(sizes.depth, sizes.warmup_ms, sizes.measure_ms);
+    let mode = phase::ReadMode::new(&sizes.reader, &topology.topics, None)?;
     if !a.skip_s1 {
         let (rec, elapsed) =
-            suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed).await?;
-        say(&format!("S1 {}", suite::line(&rec.summary(elapsed))));
+            phase::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed).await?;
+        say(&format!("S1 {}", phase::line(&rec.summary(elapsed))));
     }
     if a.churn {
+        if a.changing {
+            let per_cluster = shape.brokers_per_cluster;
+            let tables = (0..shape.clusters)
+                .map(|c| ChangingBody::new(bodies[c].clone(), topology.cluster_topics(c)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let tables: Vec<Arc<dyn Table>> =
+                tables.into_iter().map(|t| Arc::new(t) as Arc<dyn Table>).collect();
+            fleet.set_tables(|j| tables[j / per_cluster].clone()).await;
+        }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let from = tokio::time::Instant::now() + readers.warmup;
         let churn = fleet.churn(Duration::from_millis(sizes.churn_ms), from, stop_rx, sizes.seed);
-        let r = suite::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed + 1)
+        let r = phase::read_phase(&a.addr, sizes.conns, &topology, &mode, &readers, sizes.seed + 1)
             .await;
         stop_tx.send_replace(true);
         let regs = churn.await?;
         let (rec, elapsed) = r?;
-        say(&format!("S2 {}", suite::line(&rec.summary(elapsed))));
-        say(&format!("S2 registrations {}", suite::line(&regs.summary(elapsed))));
+        say(&format!("S2 {}", phase::line(&rec.summary(elapsed))));
+        say(&format!("S2 registrations {}", phase::line(&regs.summary(elapsed))));
     }
     fleet.close().await;
     Ok(())

@@ -1,0 +1,462 @@
+//! `scale.md`: S7's figures per point and server, the ratios ours/peer, the issue's targets at
+//! the largest topics point, and the cores used in every phase.
+
+use std::fmt::Write as _;
+
+use super::{median, thousands, Axis, PointReport, ScaleReport, ScaleServer};
+use crate::server::Kind;
+use crate::stats::Summary;
+
+/// One row of a point table: a label, how many decimals, and the figure of a server.
+struct Row {
+    label: &'static str,
+    digits: usize,
+    value: fn(&ScaleServer, &PointReport) -> Option<f64>,
+}
+
+fn lat(s: Option<&Summary>, f: fn(&Summary) -> u64) -> Option<f64> {
+    s.filter(|s| s.ok > 0).map(|s| f(s) as f64 / 1e3)
+}
+
+fn mib(kib: u64) -> Option<f64> {
+    (kib > 0).then(|| kib as f64 / 1024.0)
+}
+
+/// Steady RSS above the empty process, per (topic, broker) pair.
+fn bytes_per_pair(s: &ScaleServer, p: &PointReport) -> Option<f64> {
+    (s.rss_steady_kib > s.rss_empty_kib && p.point.pairs() > 0)
+        .then(|| (s.rss_steady_kib - s.rss_empty_kib) as f64 * 1024.0 / p.point.pairs() as f64)
+}
+
+/// The highest RSS sampled (cold start or either churn) over the steady RSS.
+fn peak_over_steady(s: &ScaleServer) -> Option<f64> {
+    let peak = [
+        s.rss_cold_peak_kib,
+        s.churn_version.as_ref().map_or(0, |c| c.rss_peak_kib),
+        s.churn_change.as_ref().map_or(0, |c| c.rss_peak_kib),
+    ]
+    .into_iter()
+    .max()?;
+    (s.rss_steady_kib > 0 && peak > 0).then(|| peak as f64 / s.rss_steady_kib as f64)
+}
+
+fn errors(s: &Summary) -> Option<f64> {
+    Some(s.error_count() as f64)
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        label: "cold start: all brokers registered (s)",
+        digits: 2,
+        value: |s, _| s.cold_start_secs,
+    },
+    Row {
+        label: "… registration p50 (ms)",
+        digits: 0,
+        value: |s, _| lat(Some(&s.cold), |x| x.p50_us),
+    },
+    Row {
+        label: "… registration p99 (ms)",
+        digits: 0,
+        value: |s, _| lat(Some(&s.cold), |x| x.p99_us),
+    },
+    Row { label: "… failed registrations", digits: 0, value: |s, _| errors(&s.cold) },
+    Row {
+        label: "one 10k-topic registration, new table (ms)",
+        digits: 1,
+        value: |s, _| median(&s.probe.new_ms),
+    },
+    Row { label: "… changed table (ms)", digits: 1, value: |s, _| median(&s.probe.changed_ms) },
+    Row {
+        label: "… unchanged table, DataVersion bumped (ms)",
+        digits: 1,
+        value: |s, _| median(&s.probe.unchanged_ms),
+    },
+    Row {
+        label: "calm reads (req/s)",
+        digits: 0,
+        value: |s, _| s.calm.as_ref().filter(|x| x.ok > 0).map(|x| x.qps),
+    },
+    Row {
+        label: "calm reads p99 (ms)",
+        digits: 2,
+        value: |s, _| lat(s.calm.as_ref(), |x| x.p99_us),
+    },
+    Row {
+        label: "DataVersion churn: reads (req/s)",
+        digits: 0,
+        value: |s, _| s.churn_version.as_ref().map(|x| x.reads.qps),
+    },
+    Row {
+        label: "… reads p99 (ms)",
+        digits: 2,
+        value: |s, _| lat(s.churn_version.as_ref().map(|x| &x.reads), |x| x.p99_us),
+    },
+    Row {
+        label: "… registrations applied (/s)",
+        digits: 1,
+        value: |s, _| s.churn_version.as_ref().map(|x| x.registrations.qps),
+    },
+    Row {
+        label: "… registration p50 (ms)",
+        digits: 1,
+        value: |s, _| lat(s.churn_version.as_ref().map(|x| &x.registrations), |x| x.p50_us),
+    },
+    Row {
+        label: "… registration p99 (ms)",
+        digits: 1,
+        value: |s, _| lat(s.churn_version.as_ref().map(|x| &x.registrations), |x| x.p99_us),
+    },
+    Row {
+        label: "… registration max (ms)",
+        digits: 1,
+        value: |s, _| lat(s.churn_version.as_ref().map(|x| &x.registrations), |x| x.max_us),
+    },
+    Row {
+        label: "… failed registrations",
+        digits: 0,
+        value: |s, _| s.churn_version.as_ref().and_then(|x| errors(&x.registrations)),
+    },
+    Row {
+        label: "1 % change churn: reads (req/s)",
+        digits: 0,
+        value: |s, _| s.churn_change.as_ref().map(|x| x.reads.qps),
+    },
+    Row {
+        label: "… reads p99 (ms)",
+        digits: 2,
+        value: |s, _| lat(s.churn_change.as_ref().map(|x| &x.reads), |x| x.p99_us),
+    },
+    Row {
+        label: "… registrations applied (/s)",
+        digits: 1,
+        value: |s, _| s.churn_change.as_ref().map(|x| x.registrations.qps),
+    },
+    Row {
+        label: "… registration p50 (ms)",
+        digits: 1,
+        value: |s, _| lat(s.churn_change.as_ref().map(|x| &x.registrations), |x| x.p50_us),
+    },
+    Row {
+        label: "… registration p99 (ms)",
+        digits: 1,
+        value: |s, _| lat(s.churn_change.as_ref().map(|x| &x.registrations), |x| x.p99_us),
+    },
+    Row {
+        label: "… registration max (ms)",
+        digits: 1,
+        value: |s, _| lat(s.churn_change.as_ref().map(|x| &x.registrations), |x| x.max_us),
+    },
+    Row {
+        label: "… failed registrations",
+        digits: 0,
+        value: |s, _| s.churn_change.as_ref().and_then(|x| errors(&x.registrations)),
+    },
+    Row { label: "RSS empty (MiB)", digits: 1, value: |s, _| mib(s.rss_empty_kib) },
+    Row {
+        label: "RSS steady, table in place (MiB)",
+        digits: 1,
+        value: |s, _| mib(s.rss_steady_kib),
+    },
+    Row { label: "RSS peak, cold start (MiB)", digits: 1, value: |s, _| mib(s.rss_cold_peak_kib) },
+    Row {
+        label: "RSS peak, DataVersion churn (MiB)",
+        digits: 1,
+        value: |s, _| s.churn_version.as_ref().and_then(|x| mib(x.rss_peak_kib)),
+    },
+    Row {
+        label: "RSS peak, 1 % change churn (MiB)",
+        digits: 1,
+        value: |s, _| s.churn_change.as_ref().and_then(|x| mib(x.rss_peak_kib)),
+    },
+    Row {
+        label: "steady RSS above empty per (topic, broker) pair (bytes)",
+        digits: 0,
+        value: bytes_per_pair,
+    },
+    Row { label: "peak RSS ÷ steady RSS", digits: 2, value: |s, _| peak_over_steady(s) },
+    Row {
+        label: "route snapshot (MB)",
+        digits: 1,
+        value: |s, _| s.snapshot.as_ref().map(|x| x.bytes as f64 / 1e6),
+    },
+    Row {
+        label: "route snapshot write, median (ms)",
+        digits: 0,
+        value: |s, _| s.snapshot.as_ref().and_then(|x| median(&x.writes_ms)),
+    },
+    Row {
+        label: "restart to every route served (ms)",
+        digits: 0,
+        value: |s, _| s.snapshot.as_ref().and_then(|x| x.restart_ms),
+    },
+];
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".to_owned(), |v| crate::report::fmt_num(v, digits))
+}
+
+/// `scale.md`.
+pub fn markdown(r: &ScaleReport) -> String {
+    let mut md = String::new();
+    heading(&mut md, r);
+    targets(&mut md, r);
+    for (axis, title) in [(Axis::Topics, "Topics grow"), (Axis::Brokers, "Brokers grow")] {
+        let points: Vec<&PointReport> = r.points.iter().filter(|p| p.point.axis == axis).collect();
+        if !points.is_empty() {
+            point_table(&mut md, title, &points);
+        }
+    }
+    cpu_table(&mut md, r);
+    setup(&mut md, r);
+    md
+}
+
+fn heading(md: &mut String, r: &ScaleReport) {
+    let e = &r.env;
+    let _ = writeln!(
+        md,
+        "# Scale benchmark (S7, issue #25){}\n",
+        if e.quick { " (quick smoke run — sizes reduced, not for comparison)" } else { "" }
+    );
+    let _ = writeln!(
+        md,
+        "Commit `{}`{}, {} — {} ({} cores), Linux {}. Generated by `bench/run --scenarios S7`; raw figures in `scale.json`, chart in `scale.svg`. \
+         Load average (1/5/15 min) before: {}, after: {}; wall time {:.0} s.\n",
+        e.commit,
+        if e.dirty { " (with uncommitted changes)" } else { "" },
+        e.date,
+        e.cpu,
+        e.cores,
+        e.kernel,
+        e.loadavg_before,
+        e.loadavg_after,
+        e.wall_secs
+    );
+    let _ = writeln!(
+        md,
+        "**The load generator and the server under test share the machine's {} cores.** At each point every server is started fresh and measured alone, \
+         the order rotated from point to point; ratios are ours/peer from the same run.\n",
+        e.cores
+    );
+}
+
+/// A target's name and, when measured, what was measured and whether it was met.
+type Verdict = (String, Option<(String, bool)>);
+
+/// The churn targets, for both kinds of churn.
+fn churn_targets(ours: &ScaleServer) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for (name, churn) in [("DataVersion", &ours.churn_version), ("1 % change", &ours.churn_change)]
+    {
+        let c = churn.as_ref();
+        out.push((
+            format!("{name} churn: registration p99 ≤ 100 ms"),
+            c.map(|c| match lat(Some(&c.registrations), |x| x.p99_us) {
+                Some(p) => (format!("{p:.1} ms"), p <= 100.0),
+                // Registrations are counted when answered: none was, in the whole phase.
+                None => (
+                    format!("no registration answered in the {:.0} s measured", c.reads.secs),
+                    false,
+                ),
+            }),
+        ));
+        out.push((
+            format!("{name} churn: read p99 ≤ 2× calm p99"),
+            c.and_then(|c| {
+                let (a, b) =
+                    (lat(Some(&c.reads), |x| x.p99_us)?, lat(ours.calm.as_ref(), |x| x.p99_us)?);
+                Some((format!("{:.2}× ({a:.2} vs {b:.2} ms)", a / b), a <= 2.0 * b))
+            }),
+        ));
+        out.push((
+            format!("{name} churn: read QPS ≥ 0.6× calm"),
+            c.and_then(|c| {
+                let calm = ours.calm.as_ref()?.qps;
+                Some((
+                    format!("{:.2}× ({:.0} vs {calm:.0})", c.reads.qps / calm, c.reads.qps),
+                    c.reads.qps >= 0.6 * calm,
+                ))
+            }),
+        ));
+    }
+    out
+}
+
+/// The issue's targets, at the largest point of the topics axis.
+fn targets(md: &mut String, r: &ScaleReport) {
+    let Some(top) =
+        r.points.iter().filter(|p| p.point.axis == Axis::Topics).max_by_key(|p| p.point.topics())
+    else {
+        return;
+    };
+    // The reference of the growth target: a smaller table than the top's (none when the run
+    // had one point only).
+    let small = r
+        .points
+        .iter()
+        .filter(|p| p.point.axis == Axis::Topics && p.point.topics() < top.point.topics())
+        .min_by_key(|p| p.point.topics());
+    let (Some(ours), java) = (top.server(Kind::Ours), top.server(Kind::Java)) else { return };
+    let _ = writeln!(
+        md,
+        "## Targets (issue #25) at {}\n\n| target | measured | met |\n|---|---|---|",
+        top.point.label()
+    );
+    let mut row = |name: &str, measured: Option<(String, bool)>| {
+        let (m, v) = measured.map_or(("not measured".to_owned(), "not measured"), |(m, ok)| {
+            (m, if ok { "**met**" } else { "**NOT met**" })
+        });
+        let _ = writeln!(md, "| {name} | {m} | {v} |");
+    };
+    row(
+        "cold start ≥ 3× faster than Java's",
+        java.and_then(|j| {
+            let (a, b) = (ours.cold_start_secs?, j.cold_start_secs?);
+            Some((format!("{:.2}× ({a:.2} s vs {b:.2} s)", b / a), b / a >= 3.0))
+        }),
+    );
+    for (name, measured) in churn_targets(ours) {
+        row(&name, measured);
+    }
+    row(
+        "one 10k-topic registration (changed table) within 1.5× of the same at the smallest table",
+        small.and_then(|s| {
+            let (a, b) =
+                (median(&ours.probe.changed_ms)?, median(&s.server(Kind::Ours)?.probe.changed_ms)?);
+            Some((
+                format!(
+                    "{:.2}× ({a:.1} ms vs {b:.1} ms at {} topics)",
+                    a / b,
+                    thousands(s.point.topics())
+                ),
+                a <= 1.5 * b,
+            ))
+        }),
+    );
+    row(
+        "steady RSS ≤ 128 bytes per (topic, broker) pair above the empty process",
+        bytes_per_pair(ours, top).map(|b| (format!("{b:.0} bytes"), b <= 128.0)),
+    );
+    row("peak RSS ≤ 1.5× steady", peak_over_steady(ours).map(|x| (format!("{x:.2}×"), x <= 1.5)));
+    let snap = ours.snapshot.as_ref();
+    row(
+        "route snapshot ≤ 1/4 of 233 MB (the issue's figure)",
+        snap.map(|s| (format!("{:.1} MB", s.bytes as f64 / 1e6), s.bytes as f64 <= 233e6 / 4.0)),
+    );
+    row(
+        "restart to serving every route ≤ 2 s",
+        snap.and_then(|s| s.restart_ms).map(|m| (format!("{m:.0} ms"), m <= 2_000.0)),
+    );
+    md.push('\n');
+}
+
+fn point_table(md: &mut String, title: &str, points: &[&PointReport]) {
+    let kinds: Vec<Kind> = [Kind::Ours, Kind::Java, Kind::RocketmqRust]
+        .into_iter()
+        .filter(|k| points.iter().any(|p| p.server(*k).is_some()))
+        .collect();
+    let peers: Vec<Kind> = kinds.iter().copied().filter(|k| *k != Kind::Ours).collect();
+    let _ = writeln!(md, "## {title}\n");
+    for p in points {
+        let _ = writeln!(
+            md,
+            "- `{}`: {} ({} KiB per registration)",
+            p.point.name,
+            p.point.label(),
+            p.body_kib
+        );
+    }
+    let _ = write!(md, "\n| |");
+    for p in points {
+        for k in &kinds {
+            let _ = write!(md, " {} {} |", p.point.name, k.label());
+        }
+        for k in &peers {
+            let _ = write!(md, " ours/{} |", k.label());
+        }
+    }
+    let _ = write!(md, "\n|---|");
+    for _ in 0..points.len() * (kinds.len() + peers.len()) {
+        md.push_str("---:|");
+    }
+    md.push('\n');
+    for row in ROWS {
+        let _ = write!(md, "| {} |", row.label);
+        for p in points {
+            let ours = p.server(Kind::Ours).and_then(|s| (row.value)(s, p));
+            for k in &kinds {
+                let v = p.server(*k).and_then(|s| (row.value)(s, p));
+                let _ = write!(md, " {} |", fmt(v, row.digits));
+            }
+            for k in &peers {
+                let v = p.server(*k).and_then(|s| (row.value)(s, p));
+                let cell = match (ours, v) {
+                    (Some(a), Some(b)) if b != 0.0 => format!("{:.2}×", a / b),
+                    _ => String::new(),
+                };
+                let _ = write!(md, " {cell} |");
+            }
+        }
+        md.push('\n');
+    }
+    md.push('\n');
+}
+
+fn cpu_table(md: &mut String, r: &ScaleReport) {
+    let _ = writeln!(
+        md,
+        "## CPU during the measured phases\n\nCores used (of {}) by the server under test, the load generator and every other process.\n\n| server | phase | server | generator | others |\n|---|---|---:|---:|---:|",
+        r.env.cores
+    );
+    for p in &r.points {
+        for s in &p.servers {
+            for c in &s.cpu {
+                let flag = if c.other_cores > 0.3 { " ⚠" } else { "" };
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.2} | {:.2} | {:.2}{flag} |",
+                    s.kind.label(),
+                    c.phase,
+                    c.server_cores,
+                    c.generator_cores,
+                    c.other_cores
+                );
+            }
+        }
+    }
+    md.push('\n');
+}
+
+fn setup(md: &mut String, r: &ScaleReport) {
+    let z = &r.sizes;
+    let _ = writeln!(md, "## Set-up\n");
+    let _ = writeln!(md, "- Points: topics axis 2 brokers per cluster × 10,000 topics per cluster (10k, 100k, 1M topics); brokers axis 2 brokers per cluster × 500 topics (32, 200, 2,000 brokers). Every broker registers like a Java 5.x broker: uncompressed JSON `RegisterBrokerBody`, 8 read/8 write queues per topic, perm 6, header version 479, `bodyCrc32`, its own connection.");
+    let _ = writeln!(md, "- Cold start: a fresh server, every broker registers once, {} registrations in flight; from the first request to the last answer. A refused or timed-out registration counts as a failure.", z.in_flight);
+    let _ = writeln!(md, "- One 10k-topic registration: a probe broker of {} new topics registers its table (new), the same topics with 4 queues each (changed, applied in full), the same again with the DataVersion bumped (unchanged), then unregisters; {} repetition(s), median. On a calm server.", thousands(z.probe_topics), z.probe_reps);
+    let _ = writeln!(md, "- Reads: {} connections × {} in flight, uniformly random topics of the whole table (the lean pipelined reader of S1), {} ms warm-up, {} ms measured.", z.conns, z.depth, z.warmup_ms, z.measure_ms);
+    let _ = writeln!(md, "- Churn (both kinds): reads as above while every broker re-registers its whole table after a random 0–{} ms pause, in a loop. DataVersion churn: the table unchanged, the DataVersion bumped (Java's `GetRouteInfoBenchmark`). 1 % change churn: each re-registration toggles 1 % of the broker's topics against its previous one (8 ↔ 4 queues; 3 % of those renamed, i.e. one topic removed and one added), the body patched in place from its pre-encoded form.", z.churn_ms);
+    let _ = writeln!(md, "- RSS: VmRSS of the server process (the JVM for Java), sampled every 50–100 ms during the cold start and the churns.");
+    let _ = writeln!(md, "- Route snapshot (ours): the size of `routes.snapshot` once the writer has caught up after the churns; write times are the lifetimes of the `route-snapshot` writer thread (polled every 2 ms). Restart: the server killed (SIGKILL), started again on the same directory; spawn to every cluster's last topic answered.");
+    for (name, v) in &r.env.versions {
+        let _ = writeln!(md, "- {name}: {v}");
+    }
+    let _ = writeln!(md, "- Java runtime: {}", r.env.java);
+    let failures: Vec<String> = r
+        .points
+        .iter()
+        .flat_map(|p| {
+            p.servers.iter().flat_map(move |s| {
+                s.failures.iter().map(move |f| {
+                    format!("{} {}: {}", p.point.name, s.kind.label(), f.replace('\n', " "))
+                })
+            })
+        })
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(md, "\n## Failures\n");
+        for f in failures {
+            let _ = writeln!(md, "- {f}");
+        }
+    }
+}

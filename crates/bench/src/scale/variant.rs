@@ -1,0 +1,218 @@
+//! S7's "real change" churn: a broker table that changes from one registration to the next.
+//! Registration k of a broker toggles one window of 1 % of its topics relative to registration
+//! k − 1: most of the window's topics switch between 8 and 4 queues, a few are renamed (the old
+//! name is gone from the body, a new one is added). The body of registration k is the base body
+//! with every topic whose window was toggled an odd number of times patched in place: a queue
+//! count is one digit either way and a renamed topic keeps its length, so the patched body is
+//! the base's length, built with one copy and a few thousand byte writes (offsets found once),
+//! plus one CRC pass (the body's bytes change, so the precomputed CRCs do not apply).
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use remoting::body::{self, DataVersion};
+
+use crate::topology::{RegistrationBody, Table};
+
+/// The percentage of a table that changes with each registration.
+const CHANGE_PERCENT: usize = 1;
+/// Windows: registration k toggles window (k − 1) mod WINDOWS.
+const WINDOWS: usize = 100 / CHANGE_PERCENT;
+
+/// Where one topic sits in the body's suffix (after the DataVersion).
+#[derive(Debug, Clone, Copy)]
+struct Spot {
+    /// First byte of the name in the key (`"NAME":{`) and in `"topicName":"NAME"`.
+    key_name: usize,
+    field_name: usize,
+    /// The queue-count digits.
+    read_digit: usize,
+    write_digit: usize,
+}
+
+/// A broker table whose registrations each change 1 % of its topics.
+#[derive(Debug)]
+pub struct ChangingBody {
+    base: Arc<RegistrationBody>,
+    /// Topic i's spots, in the order of `topics`.
+    spots: Vec<Spot>,
+    /// The name topic i has while renamed (the same length as its own).
+    renamed: Vec<Box<[u8]>>,
+    /// Topics of a window renamed rather than given another queue count.
+    renames_per_window: usize,
+}
+
+impl ChangingBody {
+    /// The changing form of `base`, which must be a table of `topics` with 8 queues each.
+    pub fn new(base: Arc<RegistrationBody>, topics: &[Arc<str>]) -> anyhow::Result<Self> {
+        let suffix = base.suffix();
+        let mut sorted: Vec<(usize, &Arc<str>)> = topics.iter().enumerate().collect();
+        // The body's table is a sorted map: its topics appear in name order.
+        sorted.sort_by(|a, b| a.1.cmp(b.1));
+        let mut spots = vec![None; topics.len()];
+        let mut cursor = 0;
+        let mut keys = Vec::with_capacity(sorted.len());
+        for (i, name) in &sorted {
+            let key = format!("\"{name}\":{{");
+            let at = memchr::memmem::find(&suffix[cursor..], key.as_bytes())
+                .map(|p| cursor + p)
+                .ok_or_else(|| anyhow::anyhow!("topic {name} not found in its body"))?;
+            keys.push((*i, at));
+            cursor = at + key.len();
+        }
+        for (n, (i, at)) in keys.iter().enumerate() {
+            let end = keys.get(n + 1).map_or(suffix.len(), |(_, next)| *next);
+            let object = &suffix[*at..end];
+            let field = |needle: &str| {
+                memchr::memmem::find(object, needle.as_bytes())
+                    .map(|p| at + p + needle.len())
+                    .ok_or_else(|| anyhow::anyhow!("{needle} not found for topic {i}"))
+            };
+            let spot = Spot {
+                key_name: at + 1,
+                field_name: field("\"topicName\":\"")?,
+                read_digit: field("\"readQueueNums\":")?,
+                write_digit: field("\"writeQueueNums\":")?,
+            };
+            anyhow::ensure!(
+                suffix[spot.read_digit] == b'8'
+                    && suffix[spot.write_digit] == b'8'
+                    && !suffix[spot.read_digit + 1].is_ascii_digit(),
+                "the base body must have 8 queues per topic"
+            );
+            spots[*i] = Some(spot);
+        }
+        let renamed = topics
+            .iter()
+            .map(|t| {
+                let mut other: Box<[u8]> = t.as_bytes().into();
+                // Another name of the same length: the first letter's case flipped.
+                if let Some(first) = other.first_mut() {
+                    *first ^= 0x20;
+                }
+                other
+            })
+            .collect();
+        let window = topics.len().div_ceil(WINDOWS).max(1);
+        Ok(Self {
+            base,
+            spots: spots.into_iter().map(|s| s.expect("every topic was placed")).collect(),
+            renamed,
+            renames_per_window: (window * 3).div_ceil(100),
+        })
+    }
+
+    /// Whether topic `i` is in its changed state at registration `k` (its window toggled an odd
+    /// number of times by registrations 1..=k).
+    fn toggled(i: usize, k: u64) -> bool {
+        let w = (i % WINDOWS) as u64;
+        let n = WINDOWS as u64;
+        let flips = k / n + u64::from(k % n > w);
+        flips % 2 == 1
+    }
+
+    /// Whether topic `i`'s change is a rename (else a queue count).
+    fn renamed(&self, i: usize) -> bool {
+        i / WINDOWS < self.renames_per_window
+    }
+
+    /// Topics of registration `k` that differ from the base: (queue counts changed, renamed).
+    pub fn changed_counts(&self, k: u64) -> (usize, usize) {
+        (0..self.spots.len()).filter(|i| Self::toggled(*i, k)).fold((0, 0), |(q, r), i| {
+            if self.renamed(i) {
+                (q, r + 1)
+            } else {
+                (q + 1, r)
+            }
+        })
+    }
+
+    /// The body of registration `k` with `version`, written into `buf`, and its `bodyCrc32`.
+    pub fn with_version_in(
+        &self,
+        version: &DataVersion,
+        k: u64,
+        mut buf: BytesMut,
+    ) -> (Bytes, i32) {
+        let dv = body::to_legacy_json(version);
+        let (prefix, suffix) = (self.base.prefix(), self.base.suffix());
+        buf.clear();
+        let need = prefix.len() + dv.len() + suffix.len();
+        if buf.capacity() < need {
+            buf.reserve(need + 64);
+        }
+        buf.put_slice(prefix);
+        buf.put_slice(&dv);
+        let at = buf.len();
+        buf.put_slice(suffix);
+        let out = &mut buf[at..];
+        for (i, spot) in self.spots.iter().enumerate() {
+            if !Self::toggled(i, k) {
+                continue;
+            }
+            if self.renamed(i) {
+                let other = &self.renamed[i];
+                out[spot.key_name..spot.key_name + other.len()].copy_from_slice(other);
+                out[spot.field_name..spot.field_name + other.len()].copy_from_slice(other);
+            } else {
+                out[spot.read_digit] = b'4';
+                out[spot.write_digit] = b'4';
+            }
+        }
+        let crc = crc32fast::hash(&buf);
+        (buf.freeze(), i32::try_from(crc & 0x7FFF_FFFF).unwrap_or(0))
+    }
+}
+
+impl Table for ChangingBody {
+    fn body(&self, version: &DataVersion, k: u64, buf: BytesMut) -> (Bytes, i32) {
+        self.with_version_in(version, k, buf)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.base.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::random_names;
+    use remoting::body::RegisterBrokerBody;
+
+    fn decode(bytes: &[u8]) -> std::collections::BTreeMap<String, (i32, i32)> {
+        let b: RegisterBrokerBody = body::from_json(bytes).expect("valid JSON body");
+        b.topic_config_serialize_wrapper
+            .topic_config_table
+            .into_iter()
+            .map(|(k, c)| {
+                assert_eq!(c.topic_name.as_deref(), Some(k.as_str()), "key and name agree");
+                (k, (c.read_queue_nums, c.write_queue_nums))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_registration_changes_one_percent_of_the_table_and_renames_a_few() {
+        let topics = random_names(5, 1_000, "t");
+        let base = Arc::new(RegistrationBody::new(&topics));
+        let table = ChangingBody::new(base.clone(), &topics).expect("offsets found");
+        let v = DataVersion { counter: 3, state_version: 0, timestamp: 1_700_000_000_000 };
+        let mut previous = decode(&base.with_version_in(&v, BytesMut::new()).0);
+        for k in 1..=3u64 {
+            let (bytes, crc) = table.with_version_in(&v, k, BytesMut::new());
+            assert_eq!(bytes.len(), base.len() + body::to_legacy_json(&v).len());
+            assert_eq!(crc, body::body_crc32(&bytes));
+            let now = decode(&bytes);
+            assert_eq!(now.len(), 1_000, "a rename keeps the count");
+            let queues_changed =
+                now.iter().filter(|(k, q)| previous.get(*k).is_some_and(|p| p != *q)).count();
+            let added = now.keys().filter(|k| !previous.contains_key(*k)).count();
+            let removed = previous.keys().filter(|k| !now.contains_key(*k)).count();
+            // 1 % of 1,000 topics: 10, of which 3 % of the window (1) renamed.
+            assert_eq!((queues_changed, added, removed), (9, 1, 1), "registration {k}");
+            assert_eq!(table.changed_counts(k), (9 * k as usize, k as usize));
+            previous = now;
+        }
+    }
+}
