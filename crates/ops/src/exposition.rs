@@ -326,10 +326,15 @@ mod tests {
         let metrics = &state.metrics;
         let micros = [1, 4, 5, 6, 30, 99, 250, 251, 900, 1_000, 7_500, 40_000, 3_000_000];
         let durations: Vec<Duration> = micros.iter().map(|&m| Duration::from_micros(m)).collect();
-        let mut pending = namesrv::metrics::PendingRequests::default();
+        let mut pending = namesrv::metrics::Pending::default();
         for d in &durations {
             let ns = u64::try_from(d.as_nanos()).expect("fits");
-            metrics.requests.record_pending(&mut pending, 105, RequestResult::Answered(0), ns);
+            metrics.requests.record_pending(
+                &mut pending.requests,
+                105,
+                RequestResult::Answered(0),
+                ns,
+            );
             metrics.registration_apply.observe(*d);
         }
         metrics.apply(&mut pending);
