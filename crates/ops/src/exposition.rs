@@ -8,7 +8,7 @@
 //! as each bucket's own count and cumulated once, by the encoder, into the `le` buckets: so
 //! `le="+Inf"` is `_count`.
 
-use namesrv::metrics::{HistogramSnapshot, Metrics};
+use namesrv::metrics::{HistogramSnapshot, Metrics, RequestStats};
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -70,7 +70,7 @@ impl Format {
 }
 
 /// The exposition text: the process metrics, every counter of the core, this listener's
-/// requests, then the values read from the state now.
+/// requests, the values read from the state now, then the embedded controller's metrics.
 pub fn encode(ctx: &Context, format: Format) -> Result<String, std::fmt::Error> {
     let mut root = Registry::default();
     root.register_collector(Box::new(ProcessCollector));
@@ -82,10 +82,16 @@ pub fn encode(ctx: &Context, format: Format) -> Result<String, std::fmt::Error> 
         ctx.http_requests.clone(),
     );
     StateGauges::read(&ctx.state, &ctx.tls).register(r);
+    if let Some(node) = ctx.controller.get() {
+        crate::controller::register(&mut root, node);
+    }
     encode_registry(&root, format)
 }
 
-fn encode_registry(registry: &Registry, format: Format) -> Result<String, std::fmt::Error> {
+pub(crate) fn encode_registry(
+    registry: &Registry,
+    format: Format,
+) -> Result<String, std::fmt::Error> {
     let mut out = String::with_capacity(16 * 1024);
     match format {
         Format::OpenMetrics => {
@@ -99,35 +105,45 @@ fn encode_registry(registry: &Registry, format: Format) -> Result<String, std::f
     Ok(out)
 }
 
-/// Registers the core's counters, as they are now, in `r` (the prefixed registry).
-fn register_counters(r: &mut Registry, m: &Metrics) {
+/// Registers `requests_total{code,request,result}` and `request_duration_seconds{code,request}`
+/// from `stats` in `r`; `port` names the port in the help texts (`remoting`, `controller`).
+pub(crate) fn register_requests(r: &mut Registry, stats: &RequestStats, port: &str) {
     let totals = Family::<RequestLabels, Counter>::default();
-    for t in m.requests.totals() {
+    for t in stats.totals() {
         let labels = [("code", t.code), ("request", t.request), ("result", t.result)];
         totals.get_or_create(&labels).inc_by(t.count);
     }
     r.register(
         "requests",
-        "Remoting requests handled, by request code and result (response code name, ONEWAY when nothing is answered)",
+        format!("Requests handled on the {port} port, by request code and result (response code name, ONEWAY when nothing is answered)"),
         totals,
     );
-    let durations = m
-        .requests
+    let durations = stats
         .durations()
         .into_iter()
         .map(|d| ([("code", d.code), ("request", d.request)], d.histogram))
         .collect();
     r.register(
         "request_duration_seconds",
-        "Time from taking up a remoting request to its answer being buffered, by request code",
+        format!("Time from taking up a request on the {port} port to its answer being ready, by request code"),
         Histograms::<CodeLabels>(durations),
     );
+}
+
+/// Registers `build_info{version,git_commit}` in `r`.
+pub(crate) fn register_build_info(r: &mut Registry) {
     let (version, commit) = build_info();
     r.register(
         "build",
         "This build: version and git commit",
         Info::new([("version", version), ("git_commit", commit)]),
     );
+}
+
+/// Registers the core's counters, as they are now, in `r` (the prefixed registry).
+fn register_counters(r: &mut Registry, m: &Metrics) {
+    register_requests(r, &m.requests, "remoting");
+    register_build_info(r);
     let accepted = Family::<ConnLabels, Counter>::default();
     let open = Family::<ConnLabels, Gauge>::default();
     for (kind, n, now) in m.connections() {
@@ -186,14 +202,17 @@ fn register_counters(r: &mut Registry, m: &Metrics) {
 }
 
 /// An unlabelled counter at `value`.
-fn counter(value: u64) -> Counter {
+pub(crate) fn counter(value: u64) -> Counter {
     let counter = Counter::default();
     counter.inc_by(value);
     counter
 }
 
 /// A counter per label value (`key`); none for a value not listed.
-fn label_counts(key: &'static str, counts: &[(&'static str, u64)]) -> Family<ReasonLabel, Counter> {
+pub(crate) fn label_counts(
+    key: &'static str,
+    counts: &[(&'static str, u64)],
+) -> Family<ReasonLabel, Counter> {
     let family = Family::<ReasonLabel, Counter>::default();
     for (value, n) in counts {
         family.get_or_create(&[(key, *value)]).inc_by(*n);
