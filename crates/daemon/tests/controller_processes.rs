@@ -4,12 +4,11 @@
 //! node's HTTP listener (`httpListenPort`) shows it all in `/metrics` and `/readyz`, and a port
 //! that cannot be bound leaves the node serving without it.
 
-/// The controller crate's test harness (its clients and request builders).
-#[path = "../../controller/tests/common/mod.rs"]
-mod common;
 /// This crate's harness (HTTP requests, scrapes).
 #[path = "common/mod.rs"]
 mod harness;
+/// The controller crate's test harness (its clients and request builders).
+use harness::controllers::ctl as common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -44,7 +44,7 @@ async fn every_histogram_counts_each_request_once_in_both_formats() {
     while !http_get(http, "/metrics", &[])
         .await
         .body
-        .contains(r#"rocketmq_controller_role{role="leader"} 1"#)
+        .contains(r#"rocketmq_controller_role{group="embedded",role="leader"} 1"#)
     {
         assert!(Instant::now() < deadline, "the embedded controller never led");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -80,11 +80,12 @@ fn register_status(r: &mut Registry, s: &Status) {
             ("leader_id", s.leader.as_ref().map(|l| l.id.clone()).unwrap_or_default()),
         ]),
     );
-    let roles = Family::<[(&'static str, &'static str); 1], Gauge>::default();
+    let roles = Family::<[(&'static str, String); 2], Gauge>::default();
     for role in Role::ALL {
-        roles.get_or_create(&[("role", role.label())]).set(i64::from(s.role == role));
+        let labels = [("group", s.group.clone()), ("role", role.label().to_owned())];
+        roles.get_or_create(&labels).set(i64::from(s.role == role));
     }
-    r.register("role", "1 for the role this node plays now (leader: serving as leader, confirmed by a quorum; follower; candidate: electing or not yet confirmed; shutdown)", roles);
+    r.register("role", "1 for the role this node plays now in its group (leader: serving as leader, confirmed by a quorum; follower; candidate: electing or not yet confirmed; shutdown)", roles);
     r.register(
         "ready",
         "1 when /readyz answers 200: the node knows a leader and its store is open",
