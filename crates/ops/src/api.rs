@@ -271,8 +271,10 @@ async fn config(AxumState(state): AxumState<Shared>) -> Json<Value> {
     Json(json!({"config": entries}))
 }
 
-/// `GET /api/v1/stats`: request counts by code and result, latency histograms by code.
-async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiError> {
+/// `GET /api/v1/stats`: request counts by code and result, latency histograms by code, and
+/// the last minutes of request rate and latency (`history`, one point per step).
+async fn stats(AxumState(ctx): AxumState<Context>) -> Result<Json<Value>, ApiError> {
+    let state = &ctx.state;
     if !state.metrics.enabled() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -301,6 +303,10 @@ async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiEr
         "nowMs": state.now_ms(),
         "requests": requests.totals(),
         "durations": durations,
+        "history": {
+            "stepSeconds": crate::history::STEP.as_secs(),
+            "points": ctx.history.points(),
+        },
     })))
 }
 

@@ -16,6 +16,7 @@ mod controller;
 mod dashboard;
 mod exposition;
 mod gauges;
+mod history;
 mod nsaddr;
 mod process;
 
@@ -59,6 +60,8 @@ pub struct Context {
     pub(crate) http_requests: Family<HttpLabels, Counter>,
     /// The embedded controller (`enableControllerInNamesrv`), once started.
     pub(crate) controller: EmbeddedController,
+    /// The last minutes of request rate and latency (the dashboard's charts).
+    pub(crate) history: history::History,
 }
 
 impl Context {
@@ -69,6 +72,7 @@ impl Context {
             tls,
             http_requests: Family::default(),
             controller: EmbeddedController::default(),
+            history: history::History::default(),
         }
     }
 
@@ -94,7 +98,7 @@ const HTTP_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Serves HTTP on `listener` until `shutdown` completes (the server calls it after the
 /// remoting drain, so `/healthz` answers until the end), then gives open requests
-/// [`HTTP_DRAIN_LIMIT`] to finish.
+/// [`HTTP_DRAIN_LIMIT`] to finish. The dashboard's history is sampled meanwhile (and no longer).
 pub async fn serve(
     listener: TcpListener,
     ctx: Context,
@@ -103,7 +107,11 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
     }
-    serve_router(listener, router(ctx), shutdown).await;
+    let sampler = history::sample(Arc::clone(&ctx.state), ctx.history.clone());
+    tokio::select! {
+        () = serve_router(listener, router(ctx), shutdown) => {}
+        () = sampler => {}
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then gives open requests
