@@ -333,7 +333,8 @@ mod tests {
     /// Issue #22: each `le` bucket of every histogram counts exactly the observations at most
     /// its bound, and `le="+Inf"` equals `_count`, for durations recorded through the paths the
     /// server records them by (a connection's pending batch for requests, `observe` for
-    /// registrations). Before, the buckets were cumulated twice.
+    /// registrations), in the text format and in OpenMetrics. Before, the buckets were cumulated
+    /// twice.
     #[test]
     fn every_bucket_holds_the_true_count_and_inf_equals_count() {
         let dir = tempfile::tempdir().expect("dir");
@@ -359,8 +360,6 @@ mod tests {
         metrics.apply(&mut pending);
         let tls = std::sync::Arc::new(transport::TlsContext::disabled());
         let ctx = Context::new(state.clone(), tls);
-        let scrape = parse(&encode(&ctx, Format::Prometheus).expect("encoded"));
-
         let request_bounds: Vec<f64> =
             REQUEST_BOUNDS_NS.iter().map(|&ns| ns as f64 / 1e9).collect();
         let cases = [
@@ -371,21 +370,31 @@ mod tests {
             ),
             ("rocketmq_namesrv_registration_apply_seconds", &[][..], REGISTRATION_BUCKETS.to_vec()),
         ];
-        for (name, labels, bounds) in cases {
-            let (buckets, count, sum) = histogram(&scrape, name, labels);
-            let expected = true_counts(&bounds, &durations);
-            assert_eq!(buckets.len(), expected.len(), "{name}: one bucket per bound and +Inf");
+        // Both formats: the OpenMetrics histogram lines are the text format's, ended by # EOF.
+        let openmetrics = encode(&ctx, Format::OpenMetrics).expect("encoded");
+        assert!(openmetrics.ends_with("# EOF\n"));
+        let scrapes = [
+            ("text", parse(&encode(&ctx, Format::Prometheus).expect("encoded"))),
+            ("OpenMetrics", parse(&openmetrics)),
+        ];
+        for ((format, scrape), (name, labels, bounds)) in
+            scrapes.iter().flat_map(|s| cases.iter().map(move |c| (s, c)))
+        {
+            let what = format!("{name} ({format})");
+            let (buckets, count, sum) = histogram(scrape, name, labels);
+            let expected = true_counts(bounds, &durations);
+            assert_eq!(buckets.len(), expected.len(), "{what}: one bucket per bound and +Inf");
             for ((le, n), (true_le, true_n)) in buckets.iter().zip(&expected) {
-                assert!((le - true_le).abs() < 1e-12 || le == true_le, "{name}: bound {le}");
+                assert!((le - true_le).abs() < 1e-12 || le == true_le, "{what}: bound {le}");
                 assert_eq!(
                     n, true_n,
-                    "{name}: le={le} holds {n}, {true_n} observations are at most {le}"
+                    "{what}: le={le} holds {n}, {true_n} observations are at most {le}"
                 );
             }
-            assert_eq!(buckets.last().map(|b| b.1), Some(count), "{name}: le=+Inf equals _count");
-            assert_eq!(count, durations.len() as u64, "{name}: _count");
+            assert_eq!(buckets.last().map(|b| b.1), Some(count), "{what}: le=+Inf equals _count");
+            assert_eq!(count, durations.len() as u64, "{what}: _count");
             let true_sum: f64 = durations.iter().map(Duration::as_secs_f64).sum();
-            assert!((sum - true_sum).abs() < 1e-6, "{name}: _sum {sum}, true {true_sum}");
+            assert!((sum - true_sum).abs() < 1e-6, "{what}: _sum {sum}, true {true_sum}");
         }
     }
 }
