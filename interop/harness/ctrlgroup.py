@@ -13,17 +13,21 @@ Java brokers in controller mode. Kinds:
 
 Every controller node listens on the port of its own `controllerDLegerPeers` entry (DLedger's
 layout, which ours keeps), so the brokers' `controllerAddr` is the same list for every kind.
+Each node's `controller.properties` also gets an `httpListenPort` of its own (ours serves
+`/metrics`, `/readyz` there; Java's ignores the key), and an embedded controller's metrics are
+on its nameserver's `/metrics`: `ControllerNode.metrics()` reads them (issue 22).
 `stop()` kills everything the world started and removes its stores.
 """
 
 import json
 import os
+import re
 import shutil
 import time
 
 from . import remoting as rm
 from .fixture import Broker, Namesrv, SetupError, java_bin, route, route_brokers
-from .procs import free_port_block, port_open, wait_until
+from .procs import free_port_block, http_get, port_open, wait_until
 
 CTRL_CLUSTER = "ControllerCluster"
 CTRL_BROKER = "broker-c"
@@ -58,6 +62,32 @@ def metadata(addr, timeout=2.0):
 
 def is_true(v):
     return v is True or str(v).lower() == "true"
+
+
+SAMPLE = re.compile(r'^(rocketmq_controller_[a-z_]+)(\{[^}]*\})? (\S+)$')
+
+
+def scrape(http_addr, path="/metrics", timeout=2.0):
+    """(status, text) of GET http://http_addr/path; (None, error) when it cannot connect."""
+    return http_get(http_addr, path, timeout)
+
+
+def controller_samples(text):
+    """{(name, frozenset of label pairs): value} of every rocketmq_controller_* sample."""
+    out = {}
+    for ln in text.splitlines():
+        m = SAMPLE.match(ln)
+        if m:
+            labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def sample(samples, name, **labels):
+    """The value of `name` whose labels include `labels`, summed over the others; None if absent."""
+    want = set(labels.items())
+    vals = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+    return sum(vals) if vals else None
 
 
 def replica_info(leader, broker_name, timeout=2.0):
@@ -120,10 +150,55 @@ class ControllerNode:
         self.store = os.path.join(world.store_dir, "ctl-" + self.id)
         self.proc = None
         self.namesrv = None  # kind "embedded": the nameserver hosting this node
+        # Standalone nodes: an HTTP port of their own (three on one host cannot share 8081).
+        self.http_port = free_port_block((0,)) if world.kind != "embedded" else None
 
     def keys(self):
         w = self.world
-        return controller_conf(w.group, w.peers, self.id, self.store)
+        keys = controller_conf(w.group, w.peers, self.id, self.store)
+        if self.http_port is not None:
+            keys["httpListenPort"] = self.http_port
+        return keys
+
+    def http_addr(self):
+        """Where this node's metrics are: our mqcontroller's HTTP port, or the HTTP port of our
+        nameserver embedding it; None for Java's (no metrics)."""
+        if self.namesrv is not None:
+            port = self.namesrv.http_port
+        else:
+            port = self.http_port if self.world.kind == "rust" else None
+        return None if port is None else "127.0.0.1:%d" % port
+
+    def metrics(self):
+        """The node's rocketmq_controller_* samples, or None (Java's, or not answering)."""
+        addr = self.http_addr()
+        if addr is None or not self.alive():
+            return None
+        status, text = scrape(addr)
+        return controller_samples(text) if status == 200 else None
+
+    def summary(self):
+        """What the metrics say of this node and of broker-c, or None."""
+        m = self.metrics()
+        if m is None:
+            return None
+        role = next((dict(ls).get("role") for (n, ls), v in m.items()
+                     if n == "rocketmq_controller_role" and v == 1), None)
+        g = {"broker_name": CTRL_BROKER}
+        return {
+            "role": role,
+            "term": sample(m, "rocketmq_controller_raft_term"),
+            "commit": sample(m, "rocketmq_controller_raft_commit_index"),
+            "leader_changes": sample(m, "rocketmq_controller_leader_changes_total"),
+            "elected_master_lost": sample(m, "rocketmq_controller_elections_total", trigger="master_lost", result="elected"),
+            "elected_heartbeat_timeout": sample(m, "rocketmq_controller_elections_total", trigger="heartbeat_timeout", result="elected"),
+            "elected_admin": sample(m, "rocketmq_controller_elections_total", trigger="admin", result="elected"),
+            "has_master": sample(m, "rocketmq_controller_broker_group_has_master", **g),
+            "sync_state_set": sample(m, "rocketmq_controller_sync_state_set_size", **g),
+            "master_epoch": sample(m, "rocketmq_controller_master_epoch", **g),
+            "live_brokers": sample(m, "rocketmq_controller_live_brokers"),
+            "ready": sample(m, "rocketmq_controller_ready"),
+        }
 
     def prepare(self):
         if self.world.kind == "embedded":

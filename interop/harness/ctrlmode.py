@@ -19,13 +19,21 @@ The scenario, with a producer sending throughout (sync, 3 s timeout, route refre
   6. kill -9 of the (second) master broker: handled by the new controller leader;
   7. mqadmin again against the surviving controllers; the producer stops and a consumer of a
      new group receives every message that was acknowledged in the whole run.
+
+With our controllers (14, and 15 with our nameservers) the faults are also watched through the
+controllers' metrics (issue 22): every node's /metrics before and after each fault, the
+leader's polled every 50 ms around a master's kill; checks that the election is counted with
+its trigger, the group's master alive again with a higher epoch, one new leader with a higher
+term after the leader's kill; the tables go to `controller-metrics-<kind>.md` in the run
+directory.
 """
 
 import os
 import re
+import threading
 import time
 
-from .ctrlgroup import CTRL_BROKER, CTRL_CLUSTER, CtrlWorld, topic_configs
+from .ctrlgroup import CTRL_BROKER, CTRL_CLUSTER, CtrlWorld, scrape, topic_configs
 from .fixture import GEN_VERSION
 from .procs import wait_until
 from .scenarios import RUN_TAG, Fail, create_topic, parse_result, tail
@@ -107,6 +115,62 @@ class Run:
         self.producer = None
         self.first_consumer = None
         self.stop_file = os.path.join(env.rundir, "ctl-%s-producer.stop" % kind)
+        # (phase, {node id: metrics summary}) and (title, timeline) for controller-metrics-<kind>.md.
+        self.metric_rows = []
+        self.timelines = []
+
+    # ---- the controllers' metrics (ours only) ----
+
+    def metrics_on(self):
+        return any(n.http_addr() for n in self.w.nodes)
+
+    def snapshot(self, phase):
+        """Every live node's metrics summary now, kept for the report; {} without metrics."""
+        if not self.metrics_on():
+            return {}
+        rows = {n.id: n.summary() for n in self.w.nodes if n.alive()}
+        self.metric_rows.append((phase, rows))
+        return rows
+
+    def watch(self, nodes, seconds):
+        """Polls `nodes`' metrics every 50 ms for `seconds`, in a thread; returns the thread and
+        the list it fills with (ms since start, node id, summary)."""
+        out = []
+
+        def run():
+            t0 = now_ms()
+            while now_ms() - t0 < seconds * 1000:
+                for n in nodes:
+                    if n.alive():
+                        out.append((now_ms() - t0, n.id, n.summary()))
+                time.sleep(0.05)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t, out
+
+    def write_metrics(self):
+        if not self.metric_rows:
+            return
+        cols = ["role", "term", "commit", "leader_changes", "elected_master_lost", "elected_heartbeat_timeout",
+                "elected_admin", "has_master", "sync_state_set", "master_epoch", "live_brokers", "ready"]
+        fmt = lambda v: "-" if v is None else ("%d" % v if isinstance(v, float) and v == int(v) else str(v))
+        lines = ["# Controller metrics through the faults (%s)" % TITLES[self.kind], "",
+                 "Each node's `/metrics` (`rocketmq_controller_*`; the group columns are `%s`'s)." % CTRL_BROKER, ""]
+        for phase, rows in self.metric_rows:
+            lines += ["## " + phase, "", "| node | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
+            for node, summary in sorted(rows.items()):
+                lines.append("| %s | %s |" % (node, " | ".join(fmt((summary or {}).get(c)) for c in cols)))
+            lines.append("")
+        for title, timeline in self.timelines:
+            lines += ["## " + title, "", "| ms after the kill | node | " + " | ".join(cols) + " |",
+                      "|" + "---|" * (len(cols) + 2)]
+            for t, node, summary in timeline:
+                lines.append("| %d | %s | %s |" % (t, node, " | ".join(fmt((summary or {}).get(c)) for c in cols)))
+            lines.append("")
+        path = os.path.join(self.env.rundir, "controller-metrics-%s.md" % self.kind)
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        self.c.note("controller metrics through the faults: %s" % path)
 
     def record(self, key, value):
         self.fig[key] = value
@@ -269,6 +333,11 @@ class Run:
         replicas = w.replicas() or {}
         id_addr = {r.get("brokerId"): r.get("brokerAddress")
                    for r in (replicas.get("inSyncReplicas") or []) + (replicas.get("notInSyncReplicas") or [])}
+        key = "master kill %d" % n
+        ld = w.wait_leader(30)
+        leader = ld[0] if ld else None
+        before_m = self.snapshot("before %s" % key)
+        watcher = self.watch([leader], 3) if before_m and leader else None
         t_kill = now_ms()
         env.procs.kill(victim.proc)
         c.note("kill -9 master %s (controller id %s, epoch %s, sync-state set %s)" % (maddr, mid, epoch, sset))
@@ -285,7 +354,6 @@ class Run:
                 if r and r.get("0") and r["0"] != maddr:
                     t_route, new_route = now_ms(), r
             time.sleep(0.05)
-        key = "master kill %d" % n
         c.check(t_elect is not None, "%s: the controller elected a new master (%s)" % (key, new_c))
         c.require(t_route is not None, "%s: the route shows a new broker id 0 (%s)" % (key, new_route))
         self.record("%s -> controller elected (ms)" % key, t_elect - t_kill if t_elect else "none in 90 s")
@@ -302,7 +370,41 @@ class Run:
         c.check(cont, "%s: the producer continues (20 acknowledged sends after the route change)" % key)
         gap, failed = gap_around(self.producer, t_kill, now_ms())
         self.record("%s: failed sends / longest gap without an ack (ms)" % key, "%d / %s" % (failed, gap))
+        if watcher:
+            self.master_kill_metrics(key, leader, before_m, watcher, new_c)
         return victim, new_master
+
+    def master_kill_metrics(self, key, leader, before_m, watcher, new_c):
+        """The leader's metrics saw the master go and come back: the election counted with its
+        trigger (its connection closed: master_lost), the master alive again with a higher epoch."""
+        c = self.c
+        watcher[0].join()
+        polled = [(t, s) for t, _, s in watcher[1] if s]
+        gone = next((t for t, s in polled if s["has_master"] == 0), None)
+        back = next((t for t, s in polled if gone is not None and t > gone and s["has_master"] == 1), None)
+        # Only the rows where something changed, for the report.
+        timeline, last = [], None
+        for t, node, s in watcher[1]:
+            keyed = s and tuple(sorted(s.items()))
+            if keyed != last:
+                timeline.append((t, node, s))
+                last = keyed
+        self.timelines.append(("%s: the leader %s polled every 50 ms" % (key, leader.id), timeline))
+        after = wait_until(lambda: (lambda s: s if s and s["has_master"] == 1 and new_c
+                                    and s["master_epoch"] == new_c[2] else None)(leader.summary()), 10, 0.1)
+        self.snapshot("after %s" % key)
+        b = before_m.get(leader.id) or {}
+        c.check(after is not None and after["elected_master_lost"] == (b.get("elected_master_lost") or 0) + 1,
+                "%s: the leader's metrics count the election: elections_total{trigger=master_lost,result=elected} "
+                "%s -> %s" % (key, b.get("elected_master_lost"), after and after["elected_master_lost"]))
+        c.check(after is not None and after["master_epoch"] > (b.get("master_epoch") or 0)
+                and after["sync_state_set"] is not None and after["sync_state_set"] >= 1,
+                "%s: the leader's metrics show %s's master alive again, master epoch %s -> %s, sync-state set %s" % (
+                    key, CTRL_BROKER, b.get("master_epoch"), after and after["master_epoch"],
+                    after and after["sync_state_set"]))
+        self.record("%s: metrics without a live master (ms, polled every 50 ms)" % key,
+                    "%s (from +%s to +%s)" % (back - gone, gone, back) if gone is not None and back is not None
+                    else "not seen" if gone is None else "from +%s, not back in 3 s" % gone)
 
     def kill_leader(self):
         c, w, env = self.c, self.w, self.env
@@ -310,6 +412,9 @@ class Run:
         c.require(ld, "controllers agree on a leader before its kill")
         old = ld[0]
         before = w.master_in_controller()
+        before_m = self.snapshot("before the controller leader's kill")
+        survivors = [n for n in w.nodes if n.alive() and n is not old]
+        watcher = self.watch(survivors, 15) if before_m else None
         t_kill = now_ms()
         old.kill()
         c.note("kill -9 controller leader %s (%s)%s" % (
@@ -328,6 +433,39 @@ class Run:
         self.record("controller leader kill: failed sends / longest gap without an ack (ms)", "%d / %s" % (failed, gap))
         rt = w.route_members(self.topic) or {}
         c.check(before and rt.get("0") == before[1], "the route still shows the same master %s" % rt.get("0"))
+        if watcher:
+            self.leader_kill_metrics(old, survivors, before_m, watcher)
+
+    def leader_kill_metrics(self, old, survivors, before_m, watcher):
+        """The survivors' metrics: one of them leads in a higher term, both saw the change, both
+        ready; how long after the kill the metrics first showed a leader."""
+        c = self.c
+        watcher[0].join()
+        first = next((t for t, _, s in watcher[1] if s and s["role"] == "leader"), None)
+        timeline, last = [], {}
+        for t, node, s in watcher[1]:
+            brief = s and (s["role"], s["term"], s["leader_changes"], s["ready"])
+            if last.get(node) != brief:
+                timeline.append((t, node, s))
+                last[node] = brief
+        self.timelines.append(("the controller leader's (%s) kill: the two others polled every 50 ms" % old.id,
+                               timeline))
+        after = self.snapshot("after the controller leader's kill")
+        leaders = [n for n, s in after.items() if s and s["role"] == "leader"]
+        old_term = max((s or {}).get("term") or 0 for s in before_m.values())
+        c.check(len(leaders) == 1 and all((after.get(n.id) or {}).get("ready") == 1 for n in survivors)
+                and all(((after.get(n.id) or {}).get("term") or 0) > old_term for n in survivors),
+                "after the leader's kill the metrics show one leader (%s) among the survivors, both ready, "
+                "term %s -> %s" % (leaders, old_term, [(after.get(n.id) or {}).get("term") for n in survivors]))
+        c.check(all(((after.get(n.id) or {}).get("leader_changes") or 0)
+                    > ((before_m.get(n.id) or {}).get("leader_changes") or 0) for n in survivors),
+                "both survivors count the new leader in leader_changes_total")
+        # Standalone nodes' own probe (an embedded node's /readyz is its nameserver's).
+        status = [scrape(n.http_addr(), "/readyz")[0] for n in survivors if n.namesrv is None]
+        if status:
+            c.check(all(st == 200 for st in status), "the survivors' /readyz answer 200 (%s)" % status)
+        self.record("controller leader kill -> a leader in the metrics (ms, polled every 50 ms)",
+                    first if first is not None else "not in 15 s")
 
     def back_as_slave(self, broker, t_restart):
         """The killed master, restarted on its old store, is a slave of the new master."""
@@ -381,6 +519,7 @@ class Run:
             self.finish()
             completed = True
         finally:
+            self.write_metrics()
             RESULTS[self.kind] = dict(self.fig, passed=completed and self.c.passed())
             for p in (self.producer, self.first_consumer):
                 if p is not None:

@@ -234,3 +234,16 @@ def wait_until(pred, timeout, interval=0.2):
         if time.time() >= deadline:
             return None
         time.sleep(interval)
+
+
+def http_get(addr, path, timeout=10):
+    """(status, body text) of GET http://addr/path; (None, error) when it cannot connect."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen("http://%s%s" % (addr, path), timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except OSError as e:
+        return None, str(e)

@@ -15,7 +15,7 @@ from .fixture import (CLUSTER, IDIR, LEGACY_CLUSTER, GEN_VERSION, Broker, Namesr
                       cluster_info, route,
                       route_brokers, route_queues)
 from .pki import Pki, PkiError
-from .procs import free_port_block, wait_until
+from .procs import free_port_block, http_get, wait_until  # noqa: F401 (http_get: image.py, follow.py)
 
 
 class Fail(Exception):
@@ -1203,19 +1203,6 @@ def s9_tls(env, c):
 
 # ---------------------------------------------------------------------------------------------
 # 10. Address server (issue 12)
-
-def http_get(addr, path, timeout=10):
-    """(status, body text) of GET http://addr/path; (None, error) when it cannot connect."""
-    import urllib.error
-    import urllib.request
-    try:
-        with urllib.request.urlopen("http://%s%s" % (addr, path), timeout=timeout) as r:
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except OSError as e:
-        return None, str(e)
-
 
 def nsaddr_fetches(http_addr):
     """How many address-server requests the SUT has answered with 200 (its own metrics)."""

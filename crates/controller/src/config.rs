@@ -141,6 +141,21 @@ conf::config_struct! {
     /// `raftSnapshotLogs`: a state-machine snapshot is taken every this many log entries, and
     /// older entries are purged (default 1024). Read at start.
     raft_snapshot_logs: i64 = "raftSnapshotLogs", 1024;
+
+    // ---- this implementation's HTTP listener (no Java equivalent) ----
+    /// `httpListenPort`: the port of the node's HTTP listener: Prometheus metrics at
+    /// `/metrics` (`rocketmq_controller_*`), liveness at `/healthz`, readiness at `/readyz`
+    /// (200 while the node knows a leader and its store is open, 503 otherwise). Default 8081,
+    /// so that a nameserver (8080) and a controller fit on one host; `0` turns it off. Three
+    /// controllers on one host need a port each (or 0): a port that cannot be bound is logged
+    /// and the node serves on without HTTP, as a monitoring port never takes a node out of its
+    /// Raft group. Embedded in the nameserver (`enableControllerInNamesrv`) this key is the
+    /// nameserver's own: the controller's metrics are on the nameserver's `/metrics`. Read at
+    /// start.
+    http_listen_port: i32 = "httpListenPort", 8081;
+    /// `httpBindAddress`: the address the HTTP listener binds (host name, IPv4 or IPv6).
+    /// Unset: the same as `bindAddress`. Read at start.
+    http_bind_address: Option<String> = "httpBindAddress", None;
     }
 }
 
@@ -156,6 +171,7 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("raftHeartbeatIntervalMillis", 10, 60_000),
     ("raftElectionTimeoutMillis", 50, 600_000),
     ("raftSnapshotLogs", 1, i64::MAX),
+    ("httpListenPort", 0, 65535),
 ];
 
 /// Keys UPDATE_CONTROLLER_CONFIG may never change, whatever `configBlackList` says.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use remoting::{RemotingCommand, RequestCode as C, ResponseCode};
 
 use crate::handler::{self, HandlerError};
+use crate::metrics::RequestResult;
 use crate::node::{Node, NodeError};
 use crate::raft::network;
 
@@ -29,6 +30,7 @@ pub async fn dispatch(
         );
         return None;
     }
+    let started = std::time::Instant::now();
     let result = match request.request_code() {
         C::BrokerHeartbeat => Ok(handler::heartbeat(node, conn, &request)),
         C::ControllerAlterSyncStateSet => handler::alter_sync_state_set(node, &request).await,
@@ -51,6 +53,14 @@ pub async fn dispatch(
         )),
     };
     let response = result.unwrap_or_else(|e| error_response(&request, e));
+    if !network::is_raft_rpc(request.code) {
+        let result = if request.is_oneway() {
+            RequestResult::Oneway
+        } else {
+            RequestResult::Answered(response.code)
+        };
+        node.metrics().requests.record(request.code, result, started.elapsed());
+    }
     if request.is_oneway() {
         return None;
     }

@@ -12,19 +12,32 @@ use remoting::{RemotingCommand, ResponseCode};
 
 use crate::handler::elect_proposal;
 use crate::liveness::Inactive;
+use crate::metrics::{ElectionResult, Trigger};
 use crate::node::{Node, NodeError};
 use crate::notify::RoleChange;
 
 /// How long the leader waits for one attempt of its own election (Java: 3 s).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Runs an election and, when a new master was elected and `notifyBrokerRoleChanged` is on,
-/// tells the group's live brokers. Java: `ControllerRequestProcessor#handleControllerElectMaster`
+/// Runs an election (counted by `trigger` and result) and, when a new master was elected and
+/// `notifyBrokerRoleChanged` is on, tells the group's live brokers.
+/// Java: `ControllerRequestProcessor#handleControllerElectMaster`
 pub async fn elect(
     node: &Arc<Node>,
     header: ElectMasterRequestHeader,
+    trigger: Trigger,
 ) -> Result<RemotingCommand, NodeError> {
-    let response = node.propose(elect_proposal(header)).await?;
+    let response = match node.propose(elect_proposal(header)).await {
+        Ok(response) => response,
+        Err(e) => {
+            // A follower's refusal decided nothing; a leader that could not commit did try.
+            if !matches!(e, NodeError::NotLeader { .. }) {
+                node.metrics().election(trigger, ElectionResult::Failed);
+            }
+            return Err(e);
+        }
+    };
+    node.metrics().election(trigger, ElectionResult::of_code(response.code));
     if response.code == ResponseCode::Success.to_i32()
         && node.config().load().notify_broker_role_changed
     {
@@ -65,9 +78,9 @@ pub fn notify_role_changed(node: &Node, change: &RoleChange) {
     }
 }
 
-/// A broker expired or lost its connection: if it was its group's master and this node
-/// leads, elect a new one. Java: `ControllerManager#onBrokerInactive`
-pub async fn on_broker_inactive(node: &Arc<Node>, gone: Inactive) {
+/// A broker expired or lost its connection (`trigger` says which): if it was its group's
+/// master and this node leads, elect a new one. Java: `ControllerManager#onBrokerInactive`
+pub async fn on_broker_inactive(node: &Arc<Node>, gone: Inactive, trigger: Trigger) {
     let key = gone.key;
     if node.stop_token().is_cancelled() {
         // A stopping controller closes every broker connection; like Java's (its heartbeat
@@ -95,13 +108,13 @@ pub async fn on_broker_inactive(node: &Arc<Node>, gone: Inactive) {
         return;
     }
     tracing::warn!(broker = %key.broker_name, id = key.broker_id, "the master broker became inactive; electing");
-    trigger_election(node, &key.broker_name).await;
+    trigger_election(node, &key.broker_name, trigger).await;
 }
 
 /// The leader elects in `broker_name` itself, up to `electMasterMaxRetryCount` attempts while
 /// an attempt fails (like Java, each failed attempt with nobody to elect is itself recorded).
 /// Java: `ControllerManager#triggerElectMaster`
-pub async fn trigger_election(node: &Arc<Node>, broker_name: &str) -> bool {
+pub async fn trigger_election(node: &Arc<Node>, broker_name: &str, trigger: Trigger) -> bool {
     let attempts = node.config().load().elect_master_max_retry_count.max(1);
     for attempt in 0..attempts {
         let header = ElectMasterRequestHeader {
@@ -111,7 +124,7 @@ pub async fn trigger_election(node: &Arc<Node>, broker_name: &str) -> bool {
             designate_elect: Some(false),
             invoke_time: Some(now_millis()),
         };
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, elect(node, header)).await {
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, elect(node, header, trigger)).await {
             Ok(Ok(r)) if r.code == ResponseCode::Success.to_i32() => {
                 tracing::info!(broker = %broker_name, "new master elected by the controller");
                 return true;
@@ -123,6 +136,7 @@ pub async fn trigger_election(node: &Arc<Node>, broker_name: &str) -> bool {
                 tracing::warn!(broker = %broker_name, attempt, error = %e, "controller-triggered election failed")
             }
             Err(_) => {
+                node.metrics().election(trigger, ElectionResult::Failed);
                 tracing::warn!(broker = %broker_name, attempt, "controller-triggered election timed out")
             }
         }
@@ -142,7 +156,7 @@ pub async fn scan_inactive_masters(node: &Arc<Node>) {
     };
     for name in groups {
         tracing::warn!(broker = %name, "master inactive while other members live; electing");
-        trigger_election(node, &name).await;
+        trigger_election(node, &name, Trigger::HeartbeatTimeout).await;
     }
 }
 

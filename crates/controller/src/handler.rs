@@ -102,7 +102,8 @@ pub async fn elect_master(
     node: &Arc<Node>,
     req: &RemotingCommand,
 ) -> Result<RemotingCommand, HandlerError> {
-    Ok(failover::elect(node, req.decode_header::<ElectMasterRequestHeader>()).await?)
+    let header = req.decode_header::<ElectMasterRequestHeader>();
+    Ok(failover::elect(node, header, crate::metrics::Trigger::Admin).await?)
 }
 
 /// 1003 CONTROLLER_REGISTER_BROKER.
@@ -182,6 +183,7 @@ pub fn heartbeat(node: &Node, conn: u64, req: &RemotingCommand) -> RemotingComma
         election_priority: h.election_priority.unwrap_or(i32::MAX),
     };
     node.with_heartbeats(|t| t.on_heartbeat(beat, Some(conn), Instant::now()));
+    node.metrics().heartbeat();
     RemotingCommand::response(ResponseCode::Success, Some("Heart beat success".into()))
 }
 

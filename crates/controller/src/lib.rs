@@ -15,11 +15,13 @@ pub mod elect;
 pub mod failover;
 pub mod handler;
 pub mod liveness;
+pub mod metrics;
 pub mod node;
 pub mod notify;
 pub mod raft;
 pub mod replicas;
 pub mod server;
+pub mod status;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

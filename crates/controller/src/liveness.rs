@@ -48,6 +48,13 @@ pub struct LiveBroker {
     pub election_priority: i32,
 }
 
+impl LiveBroker {
+    /// Heard from within its timeout as of `now`.
+    fn alive_at(&self, now: Instant) -> bool {
+        self.last_update + self.timeout >= now
+    }
+}
+
 /// A broker that stopped being alive (expired, or its connection closed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inactive {
@@ -105,7 +112,7 @@ impl Heartbeats {
 
     /// Alive: heard from within its timeout. Java: `DefaultBrokerHeartbeatManager#isBrokerActive`
     pub fn is_alive(&self, key: &BrokerKey, now: Instant) -> bool {
-        self.table.get(key).is_some_and(|b| b.last_update + b.timeout >= now)
+        self.table.get(key).is_some_and(|b| b.alive_at(now))
     }
 
     /// The broker's entry, alive or not.
@@ -139,6 +146,11 @@ impl Heartbeats {
     /// A view answering liveness questions as of `now`.
     pub fn at(&self, now: Instant) -> LivenessAt<'_> {
         LivenessAt { table: self, now }
+    }
+
+    /// Brokers heard from within their timeout as of `now`.
+    pub fn live_count(&self, now: Instant) -> usize {
+        self.table.values().filter(|b| b.alive_at(now)).count()
     }
 
     /// Number of brokers in the table.

@@ -24,10 +24,11 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, ConfigError, Peer, SharedConfig};
 use crate::elect::BrokerLiveness;
 use crate::liveness::Heartbeats;
+use crate::metrics::Metrics;
 use crate::notify::Notifier;
 use crate::raft::network::{Cuts, Network};
 use crate::raft::state_machine::{SharedReplicas, StateMachine};
-use crate::raft::store::{Db, DbError, LogStore};
+use crate::raft::store::{CommittedIndex, Db, DbError, LogStore, FILE_NAME};
 use crate::raft::{self, PeerNode, Raft};
 use crate::replicas::{Applied, Event, Replicas};
 
@@ -95,6 +96,12 @@ pub struct Node {
     notifier: Notifier,
     /// When a quorum last confirmed this node's leadership.
     confirmed: Mutex<Option<Instant>>,
+    /// What the node counts (requests, heartbeats, elections, leader changes).
+    metrics: Metrics,
+    /// The last committed Raft index its store saved.
+    committed: CommittedIndex,
+    /// The store file (`<controllerStorePath>/controller.redb`).
+    store_file: std::path::PathBuf,
     proposals: mpsc::Sender<Proposal>,
     stop: CancellationToken,
 }
@@ -122,6 +129,7 @@ impl Node {
         let members = raft::members(&peers);
         let dir = snapshot.store_dir();
         warn_about_java_store(&dir, &self_peer.id);
+        let store_file = dir.join(FILE_NAME);
         let db = tokio::task::spawn_blocking(move || Db::open(&dir))
             .await
             .map_err(|e| StartError::Raft(e.to_string()))??;
@@ -143,7 +151,9 @@ impl Node {
         )
         .map_err(|e| StartError::Raft(e.to_string()))?;
         let network = Network::new(snapshot.group(), &self_peer.addr, client.clone(), cuts);
-        let raft = Raft::new(id, Arc::new(raft_config), network, LogStore::new(db.clone()), sm)
+        let log_store = LogStore::new(db.clone());
+        let committed = log_store.committed_index();
+        let raft = Raft::new(id, Arc::new(raft_config), network, log_store, sm)
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
         if !raft.is_initialized().await.map_err(|e| StartError::Raft(e.to_string()))? {
@@ -169,11 +179,15 @@ impl Node {
             client,
             notifier: Notifier::default(),
             confirmed: Mutex::new(None),
+            metrics: Metrics::default(),
+            committed,
+            store_file,
             proposals: tx,
             stop: CancellationToken::new(),
         });
         tokio::spawn(propose_loop(node.clone(), rx));
         tokio::spawn(lease_loop(node.clone(), heartbeat));
+        tokio::spawn(watch_leader(node.clone()));
         tracing::info!(id = %node.self_peer.id, addr = %node.self_peer.addr, group = %node.group(), "controller node started");
         Ok(node)
     }
@@ -211,6 +225,21 @@ impl Node {
     /// The Raft handle (metrics, tests).
     pub fn raft(&self) -> &Raft {
         &self.raft
+    }
+
+    /// What the node counts.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The last committed Raft log index, as saved by the store.
+    pub fn commit_index(&self) -> Option<u64> {
+        self.committed.get()
+    }
+
+    /// The store file (`controller.redb` under `controllerStorePath`).
+    pub fn store_file(&self) -> &std::path::Path {
+        &self.store_file
     }
 
     /// A copy of the replicated tables as this node has applied them.
@@ -397,6 +426,27 @@ async fn lease_loop(node: Arc<Node>, every: Duration) {
             if !was {
                 tracing::info!(id = %node.self_peer.id, "serving as controller leader");
             }
+        }
+    }
+}
+
+/// Counts every new Raft leader this node hears of (`leader_changes_total`), from Raft's
+/// metrics, until the node stops.
+async fn watch_leader(node: Arc<Node>) {
+    let mut metrics = node.raft.metrics();
+    let mut known = metrics.borrow().current_leader;
+    loop {
+        tokio::select! {
+            () = node.stop.cancelled() => break,
+            changed = metrics.changed() => if changed.is_err() { break },
+        }
+        let leader = metrics.borrow().current_leader;
+        if leader.is_some() && leader != known {
+            node.metrics.leader_changed();
+            tracing::info!(id = %node.self_peer.id, leader = ?leader.and_then(|l| node.members.get(&l)).map(|p| &p.id), "controller leader changed");
+        }
+        if leader.is_some() {
+            known = leader;
         }
     }
 }

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::dispatch;
 use crate::failover;
+use crate::metrics::Trigger;
 use crate::node::Node;
 use crate::raft::network;
 
@@ -91,7 +92,7 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, shutdown: impl Future
                         tracing::debug!(%peer, "controller connection closed");
                         let gone = node.with_heartbeats(|t| t.connection_closed(id));
                         if let Some(gone) = gone {
-                            failover::on_broker_inactive(&node, gone).await;
+                            failover::on_broker_inactive(&node, gone, Trigger::MasterLost).await;
                         }
                     });
                 }
@@ -214,7 +215,9 @@ async fn liveness_scan(node: Arc<Node>, conns: Arc<Connections>, every: Duration
                 conns.close(conn);
             }
             let node = node.clone();
-            tokio::spawn(async move { failover::on_broker_inactive(&node, gone).await });
+            tokio::spawn(async move {
+                failover::on_broker_inactive(&node, gone, Trigger::HeartbeatTimeout).await;
+            });
         }
     }
 }

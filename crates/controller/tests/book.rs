@@ -16,7 +16,8 @@ const INTRO: &str = "\
 The keys of the RocketMQ 5 controller, read from the properties file of `mqcontroller -c FILE` \
 or, with `enableControllerInNamesrv=true`, from the nameserver's own file. They are the Java \
 `ControllerConfig` keys with Java's defaults (a Java `controller.conf` works unchanged), the \
-`NettyServerConfig` keys that apply, and the Raft timings of this implementation. \
+`NettyServerConfig` keys that apply, the Raft timings of this implementation and its HTTP \
+listener (metrics and probes). \
 `mqcontroller -p` prints every key with its effective value. A value of the wrong type or out \
 of range stops start-up with a message naming the key.
 

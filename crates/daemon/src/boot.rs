@@ -108,11 +108,21 @@ pub async fn namesrv(config: namesrv::Config) -> Result<(), BootError> {
     Ok(())
 }
 
-/// `mqcontroller`: binds the peer port, starts the node, prints the boot line and serves until
-/// SIGTERM or SIGINT.
+/// `mqcontroller`: binds the peer port and the HTTP listener (one that cannot be bound is
+/// logged, and the node serves without it), starts the node, prints the boot lines and serves
+/// until SIGTERM or SIGINT.
 pub async fn controller(config: ::controller::Config) -> Result<(), BootError> {
     let listener = ::controller::bind(&config).await?;
     let local = listener.local_addr()?;
+    let http = match crate::standalone::bind_http(&config).await {
+        Ok(http) => http,
+        Err(e) => {
+            tracing::error!(error = %e, "controller HTTP listener (metrics, probes) not started; the node serves without it");
+            None
+        }
+    };
+    let http_addr = http.as_ref().map(tokio::net::TcpListener::local_addr).transpose()?;
+    let http_off = config.http_listen_port == 0;
     let self_id = config.controller_dleger_self_id.clone().unwrap_or_default();
     let group = config.group().to_owned();
     let node = ::controller::Node::start(Arc::new(::controller::SharedConfig::new(config)), None)
@@ -121,6 +131,11 @@ pub async fn controller(config: ::controller::Config) -> Result<(), BootError> {
     // Handlers first: a SIGTERM right after the boot line is a graceful stop.
     let shutdown = conf::cli::shutdown_signal();
     println!("The Controller Server boot success. serializeType=JSON, group {group}, id {self_id}, address {local}");
-    ::controller::server::serve(listener, node, shutdown).await;
+    match http_addr {
+        Some(addr) => println!("HTTP (metrics, probes) on http://{addr}/"),
+        None if http_off => println!("HTTP listener disabled (httpListenPort=0)"),
+        None => println!("HTTP listener not serving (see the error above)"),
+    }
+    crate::standalone::serve(listener, http, node, shutdown).await;
     Ok(())
 }

@@ -37,8 +37,14 @@ where
                 let mut text = config.load_message().map(|m| m + "\n").unwrap_or_default();
                 text.push_str(&config.to_print_text());
                 if let Some(controller) = crate::embedded::controller_config(&config)? {
-                    // Java prints the controller's keys too when it is embedded.
-                    text.push_str(&controller.to_print_text());
+                    // Java prints the controller's keys too when it is embedded; its HTTP keys
+                    // are the nameserver's there (listed above).
+                    for line in controller.to_print_text().lines() {
+                        if !crate::embedded::NAMESRV_OWNED.iter().any(|k| line.starts_with(k)) {
+                            text.push_str(line);
+                            text.push('\n');
+                        }
+                    }
                 }
                 return Ok(CliAction::Print(text));
             }

@@ -16,6 +16,10 @@ use tokio::task::JoinHandle;
 
 use namesrv::config::{Config, ConfigError};
 
+/// `-p` lines of the controller's keys that are the nameserver's own when it is embedded: its
+/// HTTP listener (the controller's metrics are on the nameserver's `/metrics`).
+pub const NAMESRV_OWNED: [&str; 2] = ["httpListenPort=", "httpBindAddress="];
+
 /// The controller configuration from the nameserver's file: its controller keys only, as Java
 /// applies the same properties to a fresh `ControllerConfig` (so `configStorePath` is the
 /// controller's own unless the file sets it). `None` when `enableControllerInNamesrv` is off.
@@ -37,11 +41,13 @@ fn read_entries(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
         .map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
 }
 
-/// Binds the controller port and starts the node in the background; serves until `shutdown`.
-/// Failures are logged, never returned: the nameserver goes on without its controller.
+/// Binds the controller port and starts the node in the background (recorded in `slot` once
+/// started, for the nameserver's `/metrics` and dashboard); serves until `shutdown`. Failures
+/// are logged, never returned: the nameserver goes on without its controller.
 pub fn spawn(
     config: controller::Config,
     listener: Option<TcpListener>,
+    slot: ops::EmbeddedController,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -68,6 +74,7 @@ pub fn spawn(
                 return;
             }
         };
+        slot.set(node.clone());
         println!("The ControllerManager boot success. serializeType=JSON, address {addr}");
         controller::server::serve(listener, node, shutdown).await;
     })

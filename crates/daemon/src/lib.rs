@@ -10,6 +10,7 @@ pub mod boot;
 pub mod cli;
 pub mod embedded;
 pub mod listen;
+pub mod standalone;
 
 use std::future::Future;
 use std::path::Path;
@@ -95,8 +96,10 @@ impl Daemon {
         let Listeners { remoting, http, controller: controller_listener } = listeners.into();
         let (state, tls) = (self.state, self.tls);
         let stop_controller = CancellationToken::new();
+        let slot = ops::EmbeddedController::default();
         let embedded = self.controller.map(|config| {
-            embedded::spawn(config, controller_listener, stop_controller.clone().cancelled_owned())
+            let stopped = stop_controller.clone().cancelled_owned();
+            embedded::spawn(config, controller_listener, slot.clone(), stopped)
         });
         let stopped = CancellationToken::new();
         let mut tasks = Vec::new();
@@ -112,7 +115,7 @@ impl Daemon {
         }
         let http = http.map(|listener| {
             let stopped = stopped.clone().cancelled_owned();
-            let ctx = ops::Context::new(Arc::clone(&state), Arc::clone(&tls));
+            let ctx = ops::Context::new(Arc::clone(&state), Arc::clone(&tls)).with_controller(slot);
             tokio::spawn(ops::serve(listener, ctx, stopped))
         });
         let signal = stop_controller.clone();

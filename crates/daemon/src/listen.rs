@@ -67,8 +67,9 @@ pub async fn bind(config: &Config) -> Result<Listeners, BindError> {
     Ok(Listeners { remoting, http, controller: None })
 }
 
-/// Resolves `host` (IPv4, IPv6 with or without brackets, or a host name) and binds `port`.
-async fn listen(
+/// Resolves `host` (IPv4, IPv6 with or without brackets, or a host name) and binds `port`;
+/// errors name `host_key` and `port_key`.
+pub(crate) async fn listen(
     host_key: &'static str,
     host: &str,
     port_key: &'static str,

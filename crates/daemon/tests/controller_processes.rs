@@ -1,10 +1,14 @@
 //! Three `mqcontroller` processes: `kill -9` of the leader gives a new leader that lost nothing,
 //! a frozen leader (SIGSTOP: cut off from everyone) cannot keep leading and steps down when it
-//! wakes up, and after every node is restarted from its store the group answers the same.
+//! wakes up, and after every node is restarted from its store the group answers the same; each
+//! node's HTTP listener (`httpListenPort`) shows it all in `/metrics` and `/readyz`, and a port
+//! that cannot be bound leaves the node serving without it.
 
+/// This crate's harness (HTTP requests, scrapes).
+#[path = "common/mod.rs"]
+mod harness;
 /// The controller crate's test harness (its clients and request builders).
-#[path = "../../controller/tests/common/mod.rs"]
-mod common;
+use harness::controllers::ctl as common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,14 +32,18 @@ fn free_port() -> u16 {
 
 struct Procs {
     addrs: Vec<String>,
+    /// Each node's HTTP listener.
+    http: Vec<std::net::SocketAddr>,
     configs: Vec<std::path::PathBuf>,
     children: Vec<Option<Child>>,
     _dir: tempfile::TempDir,
 }
 
 impl Procs {
-    fn write(dir: &Path) -> (Vec<String>, Vec<std::path::PathBuf>) {
+    fn write(dir: &Path) -> (Vec<String>, Vec<std::net::SocketAddr>, Vec<std::path::PathBuf>) {
         let addrs: Vec<String> = (0..3).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+        let http: Vec<std::net::SocketAddr> =
+            (0..3).map(|_| std::net::SocketAddr::from(([127, 0, 0, 1], free_port()))).collect();
         let peers: Vec<String> =
             addrs.iter().enumerate().map(|(i, a)| format!("n{i}-{a}")).collect();
         let configs = (0..3)
@@ -44,21 +52,22 @@ impl Procs {
                 let text = format!(
                     "controllerDLegerGroup=procs\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
                      controllerStorePath={}\nbindAddress=127.0.0.1\nraftHeartbeatIntervalMillis=100\n\
-                     raftElectionTimeoutMillis=800\n",
+                     raftElectionTimeoutMillis=800\nhttpListenPort={}\n",
                     peers.join(";"),
-                    dir.join(format!("store-{i}")).display()
+                    dir.join(format!("store-{i}")).display(),
+                    http[i].port()
                 );
                 std::fs::write(&path, text).expect("write config");
                 path
             })
             .collect();
-        (addrs, configs)
+        (addrs, http, configs)
     }
 
     async fn start() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (addrs, configs) = Self::write(dir.path());
-        let mut p = Procs { addrs, configs, children: Vec::new(), _dir: dir };
+        let (addrs, http, configs) = Self::write(dir.path());
+        let mut p = Procs { addrs, http, configs, children: Vec::new(), _dir: dir };
         for i in 0..3 {
             let child = p.spawn(i).await;
             p.children.push(Some(child));
@@ -117,6 +126,18 @@ impl Procs {
             .expect("exits in time")
             .expect("wait");
         assert!(status.success(), "SIGTERM exits 0: {status}");
+    }
+
+    /// `GET path` on node `i`'s HTTP listener.
+    async fn get(&self, i: usize, path: &str) -> harness::HttpResponse {
+        harness::http_get(self.http[i], path, &[]).await
+    }
+
+    /// Node `i`'s `/metrics`.
+    async fn scrape(&self, i: usize) -> harness::Scrape {
+        let response = self.get(i, "/metrics").await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        harness::Scrape::parse(&response.body)
     }
 
     async fn restart(&mut self, i: usize) {
@@ -272,8 +293,54 @@ async fn three_controller_processes_survive_kill_freeze_and_restart() {
         .await;
     assert_eq!(altered.code, 0, "{:?}", altered.remark);
 
+    // The leader's /metrics: it leads, it elected on the admin's request, the group has its
+    // master heartbeating, the three in sync.
+    let first = p.leader(&admin, &all).await;
+    let s = eventually("the leader's scrape shows the group", || async {
+        let s = p.scrape(first).await;
+        (s.value("rocketmq_controller_sync_state_set_size", &[("broker_name", GROUP_A)])
+            == Some(3.0)
+            && s.value("rocketmq_controller_live_brokers", &[]) == Some(3.0))
+        .then_some(s)
+    })
+    .await;
+    assert_eq!(s.value("rocketmq_controller_role", &[("role", "leader")]), Some(1.0));
+    assert_eq!(s.value("rocketmq_controller_ready", &[]), Some(1.0));
+    assert_eq!(
+        s.value("rocketmq_controller_broker_group_has_master", &[("broker_name", GROUP_A)]),
+        Some(1.0)
+    );
+    assert_eq!(
+        s.value(
+            "rocketmq_controller_elections_total",
+            &[("trigger", "admin"), ("result", "elected")]
+        ),
+        Some(1.0)
+    );
+    assert!(s.value("rocketmq_controller_heartbeats_total", &[]).unwrap_or(0.0) >= 3.0);
+    // Raft's entries: the membership (0), the leader's first (1), three ids, the election and
+    // the sync-state set, all committed and applied once answered.
+    let raft = |name: &str| s.value(name, &[]).unwrap_or(0.0);
+    let committed = raft("rocketmq_controller_raft_commit_index");
+    assert!(committed >= 6.0, "commit index {committed}");
+    assert_eq!(raft("rocketmq_controller_raft_applied_index"), committed);
+    assert!(raft("rocketmq_controller_raft_term") >= 1.0);
+    assert!(raft("rocketmq_controller_store_size_bytes") > 0.0);
+    assert_eq!(
+        s.value(
+            "rocketmq_controller_requests_total",
+            &[("request", "CONTROLLER_APPLY_BROKER_ID"), ("result", "SUCCESS")]
+        ),
+        Some(3.0)
+    );
+    for i in all.iter().filter(|&&i| i != first) {
+        let s = p.scrape(*i).await;
+        assert_eq!(s.value("rocketmq_controller_role", &[("role", "follower")]), Some(1.0));
+        assert_eq!(p.get(*i, "/readyz").await.status, 200, "a follower knowing the leader");
+    }
+
     // Freeze the leader: the other two elect a leader and commit without it.
-    let frozen = p.leader(&admin, &all).await;
+    let frozen = first;
     p.signal(frozen, "STOP");
     let awake: Vec<usize> = all.iter().copied().filter(|&i| i != frozen).collect();
     let moved = p.to_leader(&admin, &awake, elect(2, true)).await;
@@ -284,6 +351,15 @@ async fn three_controller_processes_survive_kill_freeze_and_restart() {
     p.signal(frozen, "CONT");
     let leader = p.leader(&admin, &all).await;
     assert_ne!(leader, frozen);
+    let woken = eventually("the woken node's scrape shows it following", || async {
+        let s = p.scrape(frozen).await;
+        (s.value("rocketmq_controller_role", &[("role", "follower")]) == Some(1.0)).then_some(s)
+    })
+    .await;
+    assert!(
+        woken.value("rocketmq_controller_leader_changes_total", &[]).unwrap_or(0.0) >= 2.0,
+        "it saw itself lead, then the new leader"
+    );
     let refused = admin.pinned(&p.addrs[frozen]).invoke(elect(3, true)).await.expect("answered").1;
     assert_eq!(refused.code, ResponseCode::ControllerNotLeader.to_i32());
     let before = without_liveness(&p.to_leader(&admin, &all, sync_state_data()).await);
@@ -307,6 +383,17 @@ async fn three_controller_processes_survive_kill_freeze_and_restart() {
     );
     let info: GetReplicaInfoResponseHeader = info.decode_header();
     assert_eq!((info.master_broker_id, info.master_epoch), (Some(2), Some(2)));
+    let mut leading = 0;
+    for &i in &rest {
+        assert_eq!(p.get(i, "/readyz").await.status, 200, "node {i} knows the new leader");
+        let s = p.scrape(i).await;
+        leading += s.value("rocketmq_controller_role", &[("role", "leader")]).unwrap_or(0.0) as i32;
+        assert_eq!(
+            s.value("rocketmq_controller_master_epoch", &[("broker_name", GROUP_A)]),
+            Some(2.0)
+        );
+    }
+    assert_eq!(leading, 1, "exactly one survivor leads");
 
     // Every node restarted from its store: the same answers.
     p.restart(leader).await;
@@ -379,4 +466,74 @@ async fn print_lists_every_key_and_a_bad_key_stops_start_up_naming_it() {
             .starts_with("Unrecognized option: -x\nusage: mqcontroller"),
         "{out:?}"
     );
+}
+
+/// `httpListenPort` already taken: the node logs it, says so in its boot lines and serves its
+/// group without HTTP; `httpListenPort=0` opens no HTTP listener.
+#[tokio::test]
+async fn a_taken_http_port_leaves_the_node_serving_without_http() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port();
+    for (port, expected) in [
+        (taken_port, "HTTP listener not serving (see the error above)"),
+        (0, "HTTP listener disabled (httpListenPort=0)"),
+    ] {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let path = dir.path().join(format!("c{port}.properties"));
+        std::fs::write(
+            &path,
+            format!(
+                "controllerDLegerGroup=solo\ncontrollerDLegerPeers=n0-{addr}\ncontrollerDLegerSelfId=n0\n\
+                 controllerStorePath={}\nbindAddress=127.0.0.1\nhttpListenPort={port}\n",
+                dir.path().join(format!("store-{port}")).display()
+            ),
+        )
+        .expect("write");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mqcontroller"))
+            .arg("-c")
+            .arg(&path)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn mqcontroller");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let said = tokio::time::timeout(DEADLINE, async {
+            while let Some(line) = lines.next_line().await.expect("read") {
+                if line.starts_with("HTTP ") {
+                    return line;
+                }
+            }
+            panic!("mqcontroller exited before its HTTP line");
+        })
+        .await
+        .expect("boot in time");
+        assert_eq!(said, expected);
+        let admin = client(std::slice::from_ref(&addr));
+        eventually("the node leads its one-node group", || async {
+            let (_, r) = admin
+                .pinned(&addr)
+                .invoke(RemotingCommand::request(RequestCode::ControllerGetMetadataInfo))
+                .await
+                .ok()?;
+            let h: GetMetaDataResponseHeader = r.decode_header();
+            (h.is_leader == Some(true)).then_some(())
+        })
+        .await;
+        child.kill().await.expect("kill");
+        let mut stderr = String::new();
+        tokio::io::AsyncReadExt::read_to_string(
+            &mut child.stderr.take().expect("stderr"),
+            &mut stderr,
+        )
+        .await
+        .expect("stderr");
+        if port != 0 {
+            assert!(stderr.contains("httpListenPort"), "the error names the key: {stderr}");
+        }
+    }
+    drop(taken);
 }

@@ -1,7 +1,8 @@
 //! The crate graph's invariants (ARCHITECTURE.md), read from `cargo metadata` so that adding a
 //! forbidden dependency fails here: the core (`namesrv`) depends on no HTTP, metrics-exposition,
 //! TLS or YAML crate and not on the controller; `transport` and `acl` sit below the core;
-//! `ops` sits above it; nothing is built on `daemon`, whose binaries are thin `main`s.
+//! `ops` sits above it; the controller and `counters` keep plain counters (no HTTP, no
+//! exposition); nothing is built on `daemon`, whose binaries are thin `main`s.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -130,6 +131,23 @@ fn transport_and_acl_sit_below_the_core_and_ops_above_it() {
             assert!(kinds.iter().all(|k| k == "dev"), "{name} builds on daemon ({kinds:?})");
         }
     }
+}
+
+#[test]
+fn the_controller_and_the_counters_keep_plain_counters() {
+    let packages = workspace();
+    for name in ["controller", "counters"] {
+        for dep in ["axum", "prometheus-client", "namesrv", "ops", "daemon"] {
+            let kinds = packages[name].deps.get(dep);
+            assert!(
+                kinds.is_none(),
+                "{name} depends on {dep} ({kinds:?}): its metrics are ops' to expose"
+            );
+        }
+    }
+    let closure = normal_closure(&packages, "counters");
+    assert!(closure.iter().all(|c| c == "remoting"), "counters is built on {closure:?}");
+    assert!(normal_closure(&packages, "ops").contains("controller"), "ops exposes the controller");
 }
 
 #[test]

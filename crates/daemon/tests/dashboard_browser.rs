@@ -1,9 +1,13 @@
 //! The dashboard in a real browser: headless Chromium (Debian's `chromium`, driven by
 //! `tests/browser/dashboard.mjs` through playwright-core) loads `/` from a server with 2
-//! clusters × 3 brokers × 200 topics, and this test asserts on what the rendered DOM shows: the
-//! broker rows and their liveness states, a topic's route after a search (equal to the remoting
-//! route), and a live event appearing after a broker registers. Any JavaScript console error
-//! fails the test. The screenshot is kept at `target/tmp/dashboard-browser/dashboard.png`.
+//! clusters × 3 brokers × 200 topics, an embedded controller with a broker group and route reads
+//! running, and this test asserts on what the rendered DOM shows: request charts drawn on the
+//! first load (from the server's history), the controller panel (role, leader, term, the
+//! group's master), the broker rows and their liveness states, a topic's route after a search
+//! (equal to the remoting route), a live event appearing after a broker registers, its parts
+//! spaced, and the empty KV panel saying so. Any JavaScript console error fails the test. The
+//! screenshot is kept at `target/tmp/dashboard-browser/dashboard.png` (the book's
+//! `docs/src/operating/dashboard.png` is a copy).
 //!
 //! `.ci/run` installs Chromium and the npm package; without them this test is skipped with a
 //! message on a developer machine, and fails when `CI` is set.
@@ -15,9 +19,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Broker, Conn, TestServer, ANSWER_TIMEOUT};
+use common::controllers::broker_group;
+use common::{request, Broker, Conn, TestServer, ANSWER_TIMEOUT};
+use remoting::RequestCode;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
 
 /// How long the browser may take for everything (it starts, renders, searches, waits).
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
@@ -99,7 +106,9 @@ async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
     };
     // One liveness scan 5 s after start, the next an hour later.
     let server =
-        TestServer::start_with_http(|c| c.scan_not_active_broker_interval = 3_600_000).await;
+        TestServer::start_with_controller(|c| c.scan_not_active_broker_interval = 3_600_000).await;
+    let controller = server.controller.expect("controller").to_string();
+    let (beats, _) = broker_group(&controller, "broker-ctl", 3).await;
 
     // A broker with a 1 ms heartbeat timeout expires at that first scan; once it has, a second
     // one stays overdue (registered, past its timeout, not removed) for the rest of the test.
@@ -122,6 +131,33 @@ async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
         .with_ext("heartbeatTimeoutMillis", "1");
     conns.push(register(&server, &overdue, &topics("late", 2)).await);
     let expected_route = conns[0].route(TOPIC).await.expect("remoting route");
+    // Route reads while the page is open, and two points of history before it opens.
+    let load = CancellationToken::new();
+    let reader = {
+        let (addr, load) = (server.addr, load.clone());
+        tokio::spawn(async move {
+            let mut conn = Conn::connect(addr).await;
+            while !load.is_cancelled() {
+                conn.call(request(RequestCode::GetRouteinfoByTopic, &[("topic", TOPIC)], None))
+                    .await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    // DASHBOARD_HISTORY_POINTS waits for more (the book's screenshot: 24, two minutes).
+    let points: usize = std::env::var("DASHBOARD_HISTORY_POINTS")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(2)
+        .max(2);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10 * points as u64 + 60);
+    while server.get("/api/v1/stats").await.json()["history"]["points"]
+        .as_array()
+        .is_none_or(|p| p.len() < points)
+    {
+        assert!(std::time::Instant::now() < deadline, "fewer than {points} points of history");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard-browser/dashboard.png");
     std::fs::create_dir_all(screenshot.parent().expect("dir")).expect("screenshot dir");
@@ -162,7 +198,48 @@ async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
     assert!(status.success(), "{status:?}");
     eprintln!("dashboard screenshot: {}", screenshot.display());
 
+    load.cancel();
+    reader.await.expect("reader");
+    beats.cancel();
     assert_eq!(done["errors"], Value::Array(Vec::new()), "JavaScript errors");
+
+    // The charts, as first drawn: the server's history, before any poll of the page's own.
+    let first = &done["firstPaint"];
+    for chart in ["rate", "latency"] {
+        let points = first[chart]["points"].as_u64().expect("points");
+        assert!(points >= 2, "{chart} chart drawn at once from the history: {first}");
+        let lines = first[chart]["lines"].as_array().expect("lines");
+        assert!(
+            lines.iter().any(|l| l.as_u64().is_some_and(|n| n >= 2)),
+            "{chart}: a line of at least two points: {first}"
+        );
+        assert_eq!(first[chart]["note"], "", "{chart}: no 'no point yet' note: {first}");
+    }
+    let rate: f64 = first["rateNow"]
+        .as_str()
+        .and_then(|t| t.strip_prefix("now "))
+        .and_then(|t| t.parse().ok())
+        .expect("rate now");
+    assert!(rate > 0.0, "requests / s under load: {first}");
+
+    // The controller panel: this node leads its one-node group, whose master is the first
+    // broker, all three in the sync-state set.
+    let ctl = &done["controller"];
+    assert_eq!(ctl["role"], "leader", "{ctl}");
+    assert_eq!(ctl["leader"], "n0", "{ctl}");
+    assert!(
+        ctl["term"].as_str().and_then(|t| t.parse::<u64>().ok()).is_some_and(|t| t >= 1),
+        "{ctl}"
+    );
+    let groups = ctl["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 1, "{ctl}");
+    assert_eq!(groups[0]["name"], "broker-ctl");
+    assert_eq!(groups[0]["master"], "1");
+    assert_eq!(groups[0]["alive"], "alive");
+    assert_eq!(groups[0]["syncStateSet"], "1, 2, 3");
+
+    // Empty panels say so.
+    assert_eq!(done["kvEmpty"], "no KV entry (mqadmin updateKvConfig adds them)");
 
     // Broker rows: the six live brokers and the overdue one, coloured by state.
     let rows = done["brokers"].as_array().expect("broker rows");
@@ -218,6 +295,8 @@ async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
     );
 
     let event = done["eventText"].as_str().expect("event text");
-    assert!(event.contains("broker registered") && event.contains(NEW_ADDR), "{event}");
+    // Each part apart from the next (it once read "broker registeredC2 broker-new …").
+    let expected = format!(" broker registered C2 broker-new {NEW_ADDR} 2 topics");
+    assert!(event.contains(&expected), "{event:?} has {expected:?}");
     assert!(std::fs::metadata(&screenshot).expect("screenshot").len() > 10_000);
 }

@@ -319,3 +319,62 @@ async fn stats_count_requests_by_code_and_result() {
     assert_eq!(durations["count"], 3);
     assert!(durations["sumSeconds"].as_f64().expect("sum") > 0.0);
 }
+
+/// The history the dashboard draws: empty at first (a point per 5 s step), then a point with
+/// the step's rate and latency.
+#[tokio::test]
+async fn stats_keep_a_history_of_rate_and_latency() {
+    let server = TestServer::start_with_http(|_| {}).await;
+    let stats = server.get("/api/v1/stats").await.json();
+    assert_eq!(stats["history"]["stepSeconds"], 5);
+    assert_eq!(stats["history"]["points"], serde_json::json!([]), "no step ended yet");
+    let mut conn = server.connect().await;
+    assert_eq!(conn.register(&broker_a(), &["T", "T1"]).await.code, 0);
+    for _ in 0..20 {
+        assert!(conn.route("T").await.is_some());
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let point = loop {
+        let stats = server.get("/api/v1/stats").await.json();
+        let points = stats["history"]["points"].as_array().cloned().unwrap_or_default();
+        if let Some(p) = points.into_iter().find(|p| p["rate"].as_f64() > Some(0.0)) {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "no point with requests in 30 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // 21 requests in one 5 s step (or spread over two).
+    let rate = point["rate"].as_f64().expect("rate");
+    assert!(rate > 0.0 && rate <= 21.0 / 5.0 + 1e-9, "{point}");
+    assert!(point["meanMicros"].as_f64().expect("mean") > 0.0, "{point}");
+    assert!(point["p99Micros"].as_f64().expect("p99") > 0.0, "{point}");
+    assert!(point["timeMs"].as_u64().expect("time") > 0);
+}
+
+/// Without an embedded controller, `/api/v1/controller` says there is none; with one, it
+/// shows the node's report.
+#[tokio::test]
+async fn the_controller_api_answers_only_with_an_embedded_controller() {
+    let plain = TestServer::start_with_http(|_| {}).await;
+    let none = plain.get("/api/v1/controller").await;
+    assert_eq!(none.status, 404);
+    assert_eq!(
+        none.json()["message"],
+        "no controller in this nameserver (enableControllerInNamesrv=false)"
+    );
+    let embedded = TestServer::start_with_controller(|_| {}).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let r = embedded.get("/api/v1/controller").await;
+        if r.status == 200 && r.json()["role"] == "leader" {
+            break r.json();
+        }
+        assert!(std::time::Instant::now() < deadline, "no leader in 30 s: {}", r.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(body["group"], "embedded");
+    assert_eq!(body["id"], "n0");
+    assert_eq!(body["leader"]["id"], "n0");
+    assert_eq!(body["ready"], true);
+    assert_eq!(body["groups"], serde_json::json!([]));
+}

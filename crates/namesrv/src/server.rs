@@ -24,7 +24,7 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::metrics::clock::{RequestClock, Stamp};
-use crate::metrics::{ConnKind, PendingRequests, RequestResult};
+use crate::metrics::{ConnKind, Pending, RequestResult};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
 use transport::TlsContext;
@@ -214,7 +214,7 @@ pub async fn serve_connection<S>(
     let mut mark: Option<Stamp> = None;
     // This connection's recordings not yet added to the shared counters: applied before every
     // flush, so no answer leaves before its request is counted.
-    let mut pending = PendingRequests::default();
+    let mut pending = Pending::default();
     let requests = &state.metrics.requests;
     loop {
         let next = match framed.next().now_or_never() {
@@ -299,7 +299,7 @@ pub async fn serve_connection<S>(
                     if counted {
                         let now = request_clock.now();
                         let ns = request_clock.nanos_between(started, now);
-                        requests.record_pending(&mut pending, code, result, ns);
+                        requests.record_pending(&mut pending.requests, code, result, ns);
                         mark = Some(now);
                     }
                 }

@@ -1,7 +1,7 @@
 //! The read-only JSON API under `/api/v1/`: overview, clusters → broker groups → brokers, topics
 //! (paged, filtered), one topic's route (the GET_ROUTEINFO_BY_TOPIC body), KV namespaces and
-//! entries, the effective configuration, request statistics, and the event ring (also as a
-//! Server-Sent Events stream).
+//! entries, the effective configuration, request statistics, the embedded controller
+//! (`controller.rs`), and the event ring (also as a Server-Sent Events stream).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
@@ -54,6 +54,7 @@ pub fn routes() -> Router<Context> {
         .route("/api/v1/kv/{namespace}", get(kv_namespace))
         .route("/api/v1/config", get(config))
         .route("/api/v1/stats", get(stats))
+        .route("/api/v1/controller", get(crate::controller::api))
         .route("/api/v1/events", get(events))
         .route("/api/v1/events/stream", get(event_stream))
 }
@@ -270,8 +271,10 @@ async fn config(AxumState(state): AxumState<Shared>) -> Json<Value> {
     Json(json!({"config": entries}))
 }
 
-/// `GET /api/v1/stats`: request counts by code and result, latency histograms by code.
-async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiError> {
+/// `GET /api/v1/stats`: request counts by code and result, latency histograms by code, and
+/// the last minutes of request rate and latency (`history`, one point per step).
+async fn stats(AxumState(ctx): AxumState<Context>) -> Result<Json<Value>, ApiError> {
+    let state = &ctx.state;
     if !state.metrics.enabled() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -300,6 +303,10 @@ async fn stats(AxumState(state): AxumState<Shared>) -> Result<Json<Value>, ApiEr
         "nowMs": state.now_ms(),
         "requests": requests.totals(),
         "durations": durations,
+        "history": {
+            "stepSeconds": crate::history::STEP.as_secs(),
+            "points": ctx.history.points(),
+        },
     })))
 }
 

@@ -8,7 +8,7 @@
 //! as each bucket's own count and cumulated once, by the encoder, into the `le` buckets: so
 //! `le="+Inf"` is `_count`.
 
-use namesrv::metrics::{HistogramSnapshot, Metrics};
+use namesrv::metrics::{HistogramSnapshot, Metrics, RequestStats};
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -70,7 +70,7 @@ impl Format {
 }
 
 /// The exposition text: the process metrics, every counter of the core, this listener's
-/// requests, then the values read from the state now.
+/// requests, the values read from the state now, then the embedded controller's metrics.
 pub fn encode(ctx: &Context, format: Format) -> Result<String, std::fmt::Error> {
     let mut root = Registry::default();
     root.register_collector(Box::new(ProcessCollector));
@@ -82,10 +82,16 @@ pub fn encode(ctx: &Context, format: Format) -> Result<String, std::fmt::Error> 
         ctx.http_requests.clone(),
     );
     StateGauges::read(&ctx.state, &ctx.tls).register(r);
+    if let Some(node) = ctx.controller.get() {
+        crate::controller::register(&mut root, node);
+    }
     encode_registry(&root, format)
 }
 
-fn encode_registry(registry: &Registry, format: Format) -> Result<String, std::fmt::Error> {
+pub(crate) fn encode_registry(
+    registry: &Registry,
+    format: Format,
+) -> Result<String, std::fmt::Error> {
     let mut out = String::with_capacity(16 * 1024);
     match format {
         Format::OpenMetrics => {
@@ -99,35 +105,45 @@ fn encode_registry(registry: &Registry, format: Format) -> Result<String, std::f
     Ok(out)
 }
 
-/// Registers the core's counters, as they are now, in `r` (the prefixed registry).
-fn register_counters(r: &mut Registry, m: &Metrics) {
+/// Registers `requests_total{code,request,result}` and `request_duration_seconds{code,request}`
+/// from `stats` in `r`; `port` names the port in the help texts (`remoting`, `controller`).
+pub(crate) fn register_requests(r: &mut Registry, stats: &RequestStats, port: &str) {
     let totals = Family::<RequestLabels, Counter>::default();
-    for t in m.requests.totals() {
+    for t in stats.totals() {
         let labels = [("code", t.code), ("request", t.request), ("result", t.result)];
         totals.get_or_create(&labels).inc_by(t.count);
     }
     r.register(
         "requests",
-        "Remoting requests handled, by request code and result (response code name, ONEWAY when nothing is answered)",
+        format!("Requests handled on the {port} port, by request code and result (response code name, ONEWAY when nothing is answered)"),
         totals,
     );
-    let durations = m
-        .requests
+    let durations = stats
         .durations()
         .into_iter()
         .map(|d| ([("code", d.code), ("request", d.request)], d.histogram))
         .collect();
     r.register(
         "request_duration_seconds",
-        "Time from taking up a remoting request to its answer being buffered, by request code",
+        format!("Time from taking up a request on the {port} port to its answer being ready, by request code"),
         Histograms::<CodeLabels>(durations),
     );
+}
+
+/// Registers `build_info{version,git_commit}` in `r`.
+pub(crate) fn register_build_info(r: &mut Registry) {
     let (version, commit) = build_info();
     r.register(
         "build",
         "This build: version and git commit",
         Info::new([("version", version), ("git_commit", commit)]),
     );
+}
+
+/// Registers the core's counters, as they are now, in `r` (the prefixed registry).
+fn register_counters(r: &mut Registry, m: &Metrics) {
+    register_requests(r, &m.requests, "remoting");
+    register_build_info(r);
     let accepted = Family::<ConnLabels, Counter>::default();
     let open = Family::<ConnLabels, Gauge>::default();
     for (kind, n, now) in m.connections() {
@@ -186,14 +202,17 @@ fn register_counters(r: &mut Registry, m: &Metrics) {
 }
 
 /// An unlabelled counter at `value`.
-fn counter(value: u64) -> Counter {
+pub(crate) fn counter(value: u64) -> Counter {
     let counter = Counter::default();
     counter.inc_by(value);
     counter
 }
 
 /// A counter per label value (`key`); none for a value not listed.
-fn label_counts(key: &'static str, counts: &[(&'static str, u64)]) -> Family<ReasonLabel, Counter> {
+pub(crate) fn label_counts(
+    key: &'static str,
+    counts: &[(&'static str, u64)],
+) -> Family<ReasonLabel, Counter> {
     let family = Family::<ReasonLabel, Counter>::default();
     for (value, n) in counts {
         family.get_or_create(&[(key, *value)]).inc_by(*n);
@@ -314,7 +333,8 @@ mod tests {
     /// Issue #22: each `le` bucket of every histogram counts exactly the observations at most
     /// its bound, and `le="+Inf"` equals `_count`, for durations recorded through the paths the
     /// server records them by (a connection's pending batch for requests, `observe` for
-    /// registrations). Before, the buckets were cumulated twice.
+    /// registrations), in the text format and in OpenMetrics. Before, the buckets were cumulated
+    /// twice.
     #[test]
     fn every_bucket_holds_the_true_count_and_inf_equals_count() {
         let dir = tempfile::tempdir().expect("dir");
@@ -326,17 +346,20 @@ mod tests {
         let metrics = &state.metrics;
         let micros = [1, 4, 5, 6, 30, 99, 250, 251, 900, 1_000, 7_500, 40_000, 3_000_000];
         let durations: Vec<Duration> = micros.iter().map(|&m| Duration::from_micros(m)).collect();
-        let mut pending = namesrv::metrics::PendingRequests::default();
+        let mut pending = namesrv::metrics::Pending::default();
         for d in &durations {
             let ns = u64::try_from(d.as_nanos()).expect("fits");
-            metrics.requests.record_pending(&mut pending, 105, RequestResult::Answered(0), ns);
+            metrics.requests.record_pending(
+                &mut pending.requests,
+                105,
+                RequestResult::Answered(0),
+                ns,
+            );
             metrics.registration_apply.observe(*d);
         }
         metrics.apply(&mut pending);
         let tls = std::sync::Arc::new(transport::TlsContext::disabled());
         let ctx = Context::new(state.clone(), tls);
-        let scrape = parse(&encode(&ctx, Format::Prometheus).expect("encoded"));
-
         let request_bounds: Vec<f64> =
             REQUEST_BOUNDS_NS.iter().map(|&ns| ns as f64 / 1e9).collect();
         let cases = [
@@ -347,21 +370,31 @@ mod tests {
             ),
             ("rocketmq_namesrv_registration_apply_seconds", &[][..], REGISTRATION_BUCKETS.to_vec()),
         ];
-        for (name, labels, bounds) in cases {
-            let (buckets, count, sum) = histogram(&scrape, name, labels);
-            let expected = true_counts(&bounds, &durations);
-            assert_eq!(buckets.len(), expected.len(), "{name}: one bucket per bound and +Inf");
+        // Both formats: the OpenMetrics histogram lines are the text format's, ended by # EOF.
+        let openmetrics = encode(&ctx, Format::OpenMetrics).expect("encoded");
+        assert!(openmetrics.ends_with("# EOF\n"));
+        let scrapes = [
+            ("text", parse(&encode(&ctx, Format::Prometheus).expect("encoded"))),
+            ("OpenMetrics", parse(&openmetrics)),
+        ];
+        for ((format, scrape), (name, labels, bounds)) in
+            scrapes.iter().flat_map(|s| cases.iter().map(move |c| (s, c)))
+        {
+            let what = format!("{name} ({format})");
+            let (buckets, count, sum) = histogram(scrape, name, labels);
+            let expected = true_counts(bounds, &durations);
+            assert_eq!(buckets.len(), expected.len(), "{what}: one bucket per bound and +Inf");
             for ((le, n), (true_le, true_n)) in buckets.iter().zip(&expected) {
-                assert!((le - true_le).abs() < 1e-12 || le == true_le, "{name}: bound {le}");
+                assert!((le - true_le).abs() < 1e-12 || le == true_le, "{what}: bound {le}");
                 assert_eq!(
                     n, true_n,
-                    "{name}: le={le} holds {n}, {true_n} observations are at most {le}"
+                    "{what}: le={le} holds {n}, {true_n} observations are at most {le}"
                 );
             }
-            assert_eq!(buckets.last().map(|b| b.1), Some(count), "{name}: le=+Inf equals _count");
-            assert_eq!(count, durations.len() as u64, "{name}: _count");
+            assert_eq!(buckets.last().map(|b| b.1), Some(count), "{what}: le=+Inf equals _count");
+            assert_eq!(count, durations.len() as u64, "{what}: _count");
             let true_sum: f64 = durations.iter().map(Duration::as_secs_f64).sum();
-            assert!((sum - true_sum).abs() < 1e-6, "{name}: _sum {sum}, true {true_sum}");
+            assert!((sum - true_sum).abs() < 1e-6, "{what}: _sum {sum}, true {true_sum}");
         }
     }
 }

@@ -3,7 +3,8 @@
 //! from the state at scrape time, `gauges.rs`, `process.rs`), liveness at `/healthz`,
 //! readiness at `/readyz`, the JSON API and its event stream under `/api/v1/` (`api.rs`), the
 //! address server at `/rocketmq/<subgroup>` (`nsaddr.rs`), the dashboard at `/`
-//! (`dashboard.rs`, `web/`). Every error is JSON
+//! (`dashboard.rs`, `web/`); and a controller node's metrics and probes, on `mqcontroller`'s own
+//! listener or, embedded, on the nameserver's (`controller.rs`). Every error is JSON
 //! (`{"status":404,"error":"Not Found","message":"…"}`), never a panic.
 //!
 //! Architecture invariants: this crate depends on the core (`namesrv`), never the reverse;
@@ -11,9 +12,11 @@
 //! changes the route tables or the KV store.
 
 mod api;
+mod controller;
 mod dashboard;
 mod exposition;
 mod gauges;
+mod history;
 mod nsaddr;
 mod process;
 
@@ -39,6 +42,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use transport::TlsContext;
 
+pub use crate::controller::{serve as serve_controller, EmbeddedController};
 use crate::exposition::Format;
 
 /// Label set of `http_requests_total`: the route pattern and the status.
@@ -54,12 +58,29 @@ pub struct Context {
     pub tls: Arc<TlsContext>,
     /// `http_requests_total{handler,status}`: requests to this HTTP listener.
     pub(crate) http_requests: Family<HttpLabels, Counter>,
+    /// The embedded controller (`enableControllerInNamesrv`), once started.
+    pub(crate) controller: EmbeddedController,
+    /// The last minutes of request rate and latency (the dashboard's charts).
+    pub(crate) history: history::History,
 }
 
 impl Context {
     /// The surface over `state`, whose connections negotiate TLS with `tls`.
     pub fn new(state: Arc<State>, tls: Arc<TlsContext>) -> Self {
-        Self { state, tls, http_requests: Family::default() }
+        Self {
+            state,
+            tls,
+            http_requests: Family::default(),
+            controller: EmbeddedController::default(),
+            history: history::History::default(),
+        }
+    }
+
+    /// The same surface, showing the embedded controller's metrics and state once it has
+    /// started.
+    pub fn with_controller(mut self, controller: EmbeddedController) -> Self {
+        self.controller = controller;
+        self
     }
 }
 
@@ -77,7 +98,7 @@ const HTTP_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Serves HTTP on `listener` until `shutdown` completes (the server calls it after the
 /// remoting drain, so `/healthz` answers until the end), then gives open requests
-/// [`HTTP_DRAIN_LIMIT`] to finish.
+/// [`HTTP_DRAIN_LIMIT`] to finish. The dashboard's history is sampled meanwhile (and no longer).
 pub async fn serve(
     listener: TcpListener,
     ctx: Context,
@@ -86,8 +107,22 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
     }
+    let sampler = history::sample(Arc::clone(&ctx.state), ctx.history.clone());
+    tokio::select! {
+        () = serve_router(listener, router(ctx), shutdown) => {}
+        () = sampler => {}
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then gives open requests
+/// [`HTTP_DRAIN_LIMIT`] to finish.
+pub(crate) async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let service = router(ctx).into_make_service_with_connect_info::<HttpPeer>();
+    let service = router.into_make_service_with_connect_info::<HttpPeer>();
     let server = axum::serve(listener, service).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stopped_tx.send(());
@@ -228,7 +263,7 @@ async fn metrics(
 
 /// `GET /healthz`: liveness. Answered by the runtime that serves the remoting port, so a 200
 /// means the process and its runtime are alive (until the server exits).
-async fn healthz() -> &'static str {
+pub(crate) async fn healthz() -> &'static str {
     "ok\n"
 }
 

@@ -4,7 +4,7 @@
 
 const POLL_MS = 2000;
 const PAGE = 50;
-const HISTORY = 90;
+const SVG = "http://www.w3.org/2000/svg";
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -84,7 +84,18 @@ async function refreshClusters() {
       }
     }
   }
+  if (rows.length === 0) rows.push(emptyRow(10, "no broker has registered"));
   $("#brokers tbody").replaceChildren(...rows);
+}
+
+/** A table row saying there is nothing to show. */
+function emptyRow(columns, text) {
+  return el("tr", { class: "empty" }, el("td", { colspan: columns }, text));
+}
+
+/** A list item saying there is nothing to show. */
+function emptyItem(text) {
+  return el("li", { class: "empty" }, text);
 }
 
 // ---- Topics: server-side paging and filtering, then the chosen topic's route ----
@@ -102,11 +113,13 @@ async function refreshTopics() {
   $("#topic-total").textContent = `${page.total} matching`;
   const last = Math.min(page.offset + page.topics.length, page.total);
   $("#topic-page").textContent = page.total ? `${page.offset + 1}–${last} of ${page.total}` : "none";
-  $("#topic-list").replaceChildren(...page.topics.map((t) => el("li", {
+  const items = page.topics.map((t) => el("li", {
     "data-topic": t.name,
     class: t.name === topics.selected ? "selected" : null,
     onclick: () => showRoute(t.name),
-  }, t.name, " ", el("small", {}, t.queueDatas.map((q) => q.brokerName).join(", ")))));
+  }, t.name, " ", el("small", {}, t.queueDatas.map((q) => q.brokerName).join(", "))));
+  if (items.length === 0) items.push(emptyItem(prefix || cluster ? "no topic matches" : "no topic yet: brokers register them"));
+  $("#topic-list").replaceChildren(...items);
 }
 
 function topicsChanged() {
@@ -138,16 +151,36 @@ async function showRoute(name) {
   );
 }
 
-// ---- Request rate and latency, from /api/v1/stats deltas ----
+// ---- Request rate and latency: the server's own history (one point per step), drawn at once ----
 
-const history = { last: null, rate: [], latency: [] };
+/** Draws `series` (arrays of numbers or null, one per point) as polylines in `svg`, or says
+ *  `empty` when there is no point. */
+function drawChart(svg, series, empty) {
+  const length = Math.max(0, ...series.map((s) => s.length));
+  const values = series.flat().filter((v) => v !== null && v !== undefined);
+  const note = svg.parentElement.querySelector(".chart-note");
+  note.textContent = length === 0 ? empty : "";
+  note.hidden = length !== 0;
+  svg.dataset.points = String(length);
+  if (length === 0) {
+    svg.replaceChildren();
+    return;
+  }
+  const max = Math.max(1e-9, ...values);
+  const step = 400 / Math.max(1, length - 1);
+  svg.replaceChildren(...series.map((s, n) => {
+    const line = document.createElementNS(SVG, "polyline");
+    const offset = length - s.length;
+    const points = s.map((v, i) => (v === null || v === undefined) ? null : `${(i + offset) * step},${120 - (v / max) * 110}`)
+      .filter((p) => p !== null);
+    line.setAttribute("points", points.join(" "));
+    line.setAttribute("class", `line-${n}`);
+    return line;
+  }));
+}
 
-function drawChart(svg, values) {
-  const max = Math.max(1, ...values);
-  const step = 400 / Math.max(1, HISTORY - 1);
-  const points = values.map((v, i) => `${(i + HISTORY - values.length) * step},${120 - (v / max) * 110}`).join(" ");
-  svg.replaceChildren(document.createElementNS("http://www.w3.org/2000/svg", "polyline"));
-  svg.firstChild.setAttribute("points", points);
+function fixed(value) {
+  return value === null || value === undefined ? "–" : value.toFixed(1);
 }
 
 async function refreshStats() {
@@ -158,39 +191,66 @@ async function refreshStats() {
     $("#rate-now").textContent = `(${e.message})`;
     return;
   }
-  const count = stats.durations.reduce((n, d) => n + d.count, 0);
-  const sum = stats.durations.reduce((n, d) => n + d.sumSeconds, 0);
-  if (history.last) {
-    const dt = (stats.nowMs - history.last.nowMs) / 1000;
-    const dn = count - history.last.count;
-    if (dt > 0) {
-      history.rate.push(dn / dt);
-      history.latency.push(dn > 0 ? ((sum - history.last.sum) / dn) * 1e6 : 0);
-      history.rate.splice(0, Math.max(0, history.rate.length - HISTORY));
-      history.latency.splice(0, Math.max(0, history.latency.length - HISTORY));
-      $("#rate-now").textContent = `now ${history.rate.at(-1).toFixed(1)}`;
-      $("#latency-now").textContent = `now ${history.latency.at(-1).toFixed(1)}`;
-      drawChart($("#rate-chart"), history.rate);
-      drawChart($("#latency-chart"), history.latency);
-    }
-  }
-  history.last = { nowMs: stats.nowMs, count, sum };
+  const points = stats.history.points;
+  const waiting = `no point yet: the server adds one every ${stats.history.stepSeconds} s`;
+  drawChart($("#rate-chart"), [points.map((p) => p.rate)], waiting);
+  drawChart($("#latency-chart"), [points.map((p) => p.meanMicros), points.map((p) => p.p99Micros)], waiting);
+  const last = points.at(-1);
+  $("#rate-now").textContent = last ? `now ${fixed(last.rate)}` : "";
+  $("#latency-now").textContent = last ? `now mean ${fixed(last.meanMicros)}, p99 ${fixed(last.p99Micros)}` : "";
   const rows = stats.durations
     .slice()
     .sort((a, b) => b.count - a.count)
     .map((d) => el("tr", { "data-code": d.code }, el("td", {}, `${d.request} (${d.code})`), el("td", {}, d.count),
       el("td", {}, d.count ? `${((d.sumSeconds / d.count) * 1e6).toFixed(1)} µs` : "")));
+  if (rows.length === 0) rows.push(emptyRow(3, "no request yet"));
   $("#codes tbody").replaceChildren(...rows);
+}
+
+// ---- The embedded controller (enableControllerInNamesrv) ----
+
+async function refreshController() {
+  const response = await fetch("/api/v1/controller", { headers: { Accept: "application/json" } });
+  const section = $("#controller-section");
+  if (response.status === 404) {
+    section.hidden = true;
+    return false;
+  }
+  section.hidden = false;
+  const body = await response.json();
+  if (!response.ok) {
+    $("#controller-summary").replaceChildren(el("span", { class: "error" }, body.message || response.statusText));
+    $("#controller-groups tbody").replaceChildren();
+    return true;
+  }
+  $("#controller-summary").replaceChildren(
+    "group ", el("b", {}, body.group), " · this node ", el("b", {}, body.id), " ",
+    el("span", { class: `role ${body.role}`, "data-role": body.role }, body.role),
+    " · leader ", el("b", { "data-leader": body.leader ? body.leader.id : "" }, body.leader ? `${body.leader.id} (${body.leader.address})` : "none known"),
+    " · term ", el("b", { "data-term": body.term }, body.term),
+    " · commit index ", el("b", {}, body.commitIndex ?? "–"),
+    " · ", el("b", {}, body.liveBrokers), " live brokers",
+  );
+  const rows = body.groups.map((g) => el("tr", { "data-group": g.brokerName, "data-master": g.masterBrokerId ?? "" },
+    el("td", {}, g.cluster), el("td", {}, g.brokerName),
+    el("td", {}, g.masterBrokerId === null ? "none" : `${g.masterBrokerId} (${g.masterAddress || "?"})`),
+    el("td", {}, el("span", { class: `state ${g.masterAlive ? "live" : "down"}` }, g.masterAlive ? "alive" : "not alive")),
+    el("td", {}, g.masterEpoch), el("td", {}, g.syncStateSet.join(", ")), el("td", {}, g.brokers)));
+  if (rows.length === 0) rows.push(emptyRow(7, "no broker group in controller mode yet"));
+  $("#controller-groups tbody").replaceChildren(...rows);
+  return true;
 }
 
 // ---- KV ----
 
 async function refreshKv() {
   const data = await getJson("/api/v1/kv");
-  $("#kv-list").replaceChildren(...data.namespaces.map((ns) => el("li", {
+  const items = data.namespaces.map((ns) => el("li", {
     "data-namespace": ns.namespace,
     onclick: () => showNamespace(ns.namespace),
-  }, `${ns.namespace} (${ns.entries})`)));
+  }, `${ns.namespace} (${ns.entries})`));
+  if (items.length === 0) items.push(emptyItem("no KV entry (mqadmin updateKvConfig adds them)"));
+  $("#kv-list").replaceChildren(...items);
 }
 
 async function showNamespace(name) {
@@ -205,9 +265,12 @@ const MAX_EVENTS = 200;
 function addEvent(event) {
   const when = new Date(event.timeMs).toLocaleTimeString();
   const subject = [event.cluster, event.brokerName, event.brokerAddr, event.topic].filter((x) => x !== undefined && x !== null).join(" ");
+  // Spaces between the parts, so that the text reads right whatever the styling.
   const item = el("li", { "data-kind": event.kind, "data-id": event.id, "data-addr": event.brokerAddr },
-    el("time", {}, when), el("span", { class: "kind" }, event.kind.replaceAll("_", " ")), subject, " ", el("small", {}, event.detail));
+    el("time", {}, when), " ", el("span", { class: "kind" }, event.kind.replaceAll("_", " ")), " ",
+    el("span", { class: "subject" }, subject), " ", el("small", {}, event.detail));
   const list = $("#events");
+  list.querySelector("li.empty")?.remove();
   list.prepend(item);
   while (list.children.length > MAX_EVENTS) list.lastChild.remove();
 }
@@ -222,9 +285,19 @@ function connectEvents() {
       refreshClusters().catch(showError);
     });
   }
-  source.onopen = () => { $("#events-status").textContent = "live"; };
+  source.onopen = () => {
+    $("#events-status").textContent = "live";
+    const list = $("#events");
+    if (list.children.length === 0) list.append(emptyItem("no event yet: registrations, expiries and changes appear here"));
+  };
   // The browser reconnects by itself (sending Last-Event-ID, so nothing is missed).
   source.onerror = () => { $("#events-status").textContent = "reconnecting…"; };
+}
+
+/** Polls the controller panel while this nameserver has a controller (a 404 ends it). */
+async function watchController() {
+  const again = await refreshController().catch((e) => { showError(e); return true; });
+  if (again) setTimeout(watchController, POLL_MS);
 }
 
 // ---- Start ----
@@ -248,5 +321,6 @@ poll(refreshOverview, POLL_MS);
 poll(refreshClusters, POLL_MS);
 poll(refreshStats, POLL_MS);
 poll(refreshKv, 10 * POLL_MS);
+watchController();
 refreshTopics().catch(showError);
 connectEvents();

@@ -7,6 +7,7 @@
 use std::fmt::Debug;
 use std::ops::RangeBounds;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
@@ -136,12 +137,35 @@ fn io_read(e: DbError) -> StorageError<u64> {
 #[derive(Clone)]
 pub struct LogStore {
     db: Db,
+    /// The last committed index saved or read, for the node's status.
+    committed: CommittedIndex,
 }
 
 impl LogStore {
     /// The log of `db`.
     pub fn new(db: Db) -> Self {
-        Self { db }
+        Self { db, committed: CommittedIndex::default() }
+    }
+
+    /// The last committed log index this store saved, shared with every clone (read by the
+    /// node's status while openraft owns the store).
+    pub fn committed_index(&self) -> CommittedIndex {
+        self.committed.clone()
+    }
+}
+
+/// The last committed log index a [`LogStore`] saved.
+#[derive(Debug, Clone, Default)]
+pub struct CommittedIndex(Arc<AtomicU64>);
+
+impl CommittedIndex {
+    /// The index, `None` before the first commit was saved.
+    pub fn get(&self) -> Option<u64> {
+        self.0.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    fn set(&self, committed: Option<&LogId<u64>>) {
+        self.0.store(committed.map_or(0, |c| c.index.saturating_add(1)), Ordering::Relaxed);
     }
 }
 
@@ -212,11 +236,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         &mut self,
         committed: Option<LogId<u64>>,
     ) -> Result<(), StorageError<u64>> {
-        self.db.put_meta(COMMITTED, &committed).await.map_err(io_write)
+        self.db.put_meta(COMMITTED, &committed).await.map_err(io_write)?;
+        self.committed.set(committed.as_ref());
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, StorageError<u64>> {
-        Ok(self.db.get_meta::<Option<LogId<u64>>>(COMMITTED).await.map_err(io_read)?.flatten())
+        let committed =
+            self.db.get_meta::<Option<LogId<u64>>>(COMMITTED).await.map_err(io_read)?.flatten();
+        self.committed.set(committed.as_ref());
+        Ok(committed)
     }
 
     async fn append<I>(

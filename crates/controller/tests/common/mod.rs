@@ -250,6 +250,36 @@ pub fn request<H: CommandHeader>(code: RequestCode, header: &H) -> RemotingComma
 
 pub const CLUSTER: &str = "DefaultCluster";
 
+/// Where a simulated broker's requests for the leader go: a [`Group`] in this process, or a
+/// one-node group served elsewhere ([`Solo`]).
+#[allow(async_fn_in_trait)]
+pub trait Leader {
+    /// Sends `req` to the group's leader (following CONTROLLER_NOT_LEADER) and returns the
+    /// answer.
+    async fn leader_call(&self, client: &Client, req: RemotingCommand) -> RemotingCommand;
+}
+
+impl Leader for Group {
+    async fn leader_call(&self, client: &Client, req: RemotingCommand) -> RemotingCommand {
+        self.call_leader(client, req).await.1
+    }
+}
+
+/// A one-node controller group at this address (its node leads once it has elected itself).
+pub struct Solo(pub String);
+
+impl Leader for Solo {
+    async fn leader_call(&self, client: &Client, req: RemotingCommand) -> RemotingCommand {
+        eventually("the one node answers as leader", || async {
+            match client.pinned(&self.0).invoke(req.clone()).await {
+                Ok((_, r)) if r.code != ResponseCode::ControllerNotLeader.to_i32() => Some(r),
+                _ => None,
+            }
+        })
+        .await
+    }
+}
+
 /// A simulated broker of group `name`: registers like a Java broker in controller mode.
 pub struct Broker {
     pub name: String,
@@ -260,9 +290,9 @@ pub struct Broker {
 impl Broker {
     /// Registers (next id, apply id, register) through the group's leader; returns the broker
     /// with its id.
-    pub async fn register(g: &Group, client: &Client, name: &str, addr: &str) -> Broker {
-        let (_, next) = g
-            .call_leader(
+    pub async fn register(g: &impl Leader, client: &Client, name: &str, addr: &str) -> Broker {
+        let next = g
+            .leader_call(
                 client,
                 request(
                     RequestCode::ControllerGetNextBrokerId,
@@ -275,8 +305,8 @@ impl Broker {
             .await;
         assert_eq!(next.code, 0, "next id: {:?}", next.remark);
         let id = next.decode_header::<GetNextBrokerIdResponseHeader>().next_broker_id.expect("id");
-        let (_, applied) = g
-            .call_leader(
+        let applied = g
+            .leader_call(
                 client,
                 request(
                     RequestCode::ControllerApplyBrokerId,
@@ -290,8 +320,8 @@ impl Broker {
             )
             .await;
         assert_eq!(applied.code, 0, "apply id: {:?}", applied.remark);
-        let (_, registered) = g
-            .call_leader(
+        let registered = g
+            .leader_call(
                 client,
                 request(
                     RequestCode::ControllerRegisterBroker,
@@ -327,8 +357,8 @@ impl Broker {
     }
 
     /// Asks the group's leader to elect this broker (a broker-triggered election).
-    pub async fn elect(&self, g: &Group, client: &Client) -> RemotingCommand {
-        g.call_leader(
+    pub async fn elect(&self, g: &impl Leader, client: &Client) -> RemotingCommand {
+        g.leader_call(
             client,
             request(
                 RequestCode::ControllerElectMaster,
@@ -342,7 +372,6 @@ impl Broker {
             ),
         )
         .await
-        .1
     }
 }
 
@@ -407,7 +436,7 @@ pub async fn replica_info(
 
 /// CONTROLLER_ALTER_SYNC_STATE_SET as the master `master` would send it, to the leader.
 pub async fn alter(
-    g: &Group,
+    g: &impl Leader,
     client: &Client,
     name: &str,
     master: i64,
@@ -429,7 +458,7 @@ pub async fn alter(
         },
     )
     .with_body(to_legacy_json(&body));
-    g.call_leader(client, req).await.1
+    g.leader_call(client, req).await
 }
 
 /// Polls `f` until it returns `Some`, failing after [`DEADLINE`].

@@ -35,6 +35,35 @@ try {
   });
   await page.goto(url, { waitUntil: "load" });
 
+  // The charts as the first answer of /api/v1/stats draws them (the server's history).
+  await page.waitForSelector("#rate-chart[data-points]", { timeout: WAIT_MS });
+  const firstPaint = await page.evaluate(() => {
+    const chart = (id) => {
+      const svg = document.getElementById(id);
+      return {
+        points: Number(svg.dataset.points),
+        lines: Array.from(svg.querySelectorAll("polyline"), (l) => l.getAttribute("points").trim().split(/\s+/).filter(Boolean).length),
+        note: svg.parentElement.querySelector(".chart-note").textContent,
+      };
+    };
+    return { rate: chart("rate-chart"), latency: chart("latency-chart"), rateNow: document.getElementById("rate-now").textContent };
+  });
+
+  // The controller panel, once the node's report is in.
+  await page.waitForSelector("#controller-groups tr[data-group]", { timeout: WAIT_MS });
+  const controller = await page.evaluate(() => ({
+    role: document.querySelector("#controller-summary [data-role]").dataset.role,
+    leader: document.querySelector("#controller-summary [data-leader]").dataset.leader,
+    term: document.querySelector("#controller-summary [data-term]").dataset.term,
+    groups: Array.from(document.querySelectorAll("#controller-groups tr[data-group]"), (r) => ({
+      name: r.dataset.group,
+      master: r.dataset.master,
+      alive: r.cells[3].textContent,
+      syncStateSet: r.cells[5].textContent,
+    })),
+  }));
+  const kvEmpty = await page.textContent("#kv-list li.empty", { timeout: WAIT_MS });
+
   // The broker rows, once the overdue broker shows as overdue.
   await page.waitForSelector(`#brokers tr[data-addr="${overdueAddr}"][data-state="overdue"]`, { timeout: WAIT_MS });
   // ... and every state badge has its computed style (Chromium answers "" for a badge it has not
@@ -72,7 +101,7 @@ try {
   // The broker list follows the event.
   await page.waitForSelector(`#brokers tr[data-addr="${newAddr}"]`, { timeout: WAIT_MS });
   await page.screenshot({ path: screenshot, fullPage: true });
-  say({ step: "done", brokers, total, listed, route, eventText, errors });
+  say({ step: "done", firstPaint, controller, kvEmpty, brokers, total, listed, route, eventText, errors });
 } catch (e) {
   say({ step: "failed", error: String(e && e.stack || e), errors });
 } finally {

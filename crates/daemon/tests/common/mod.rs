@@ -1,6 +1,8 @@
 //! Test harness: a nameserver on 127.0.0.1:0 in this process, and a raw remoting connection.
 #![allow(dead_code)]
 
+pub mod controllers;
+pub mod exposition;
 /// Test certificates, shared with the transport crate's tests.
 #[path = "../../../transport/tests/common/pki.rs"]
 pub mod pki;
@@ -25,6 +27,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// The HTTP listener's address, when started with [`TestServer::start_with_http`].
     pub http: Option<SocketAddr>,
+    /// The embedded controller's port, when started with [`TestServer::start_with_controller`].
+    pub controller: Option<SocketAddr>,
     pub dir: tempfile::TempDir,
     /// The server's state (its counters, budgets and tables).
     pub state: std::sync::Arc<namesrv::State>,
@@ -47,7 +51,7 @@ impl TestServer {
     /// A server with an HTTP listener on 127.0.0.1:0 too.
     pub async fn start_with_http(adjust: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        Self::start_full(dir, adjust, true).await
+        Self::start_full(dir, adjust, true, None).await
     }
 
     /// [`TestServer::start_in`] with an HTTP listener on 127.0.0.1:0 too.
@@ -55,18 +59,46 @@ impl TestServer {
         dir: tempfile::TempDir,
         adjust: impl FnOnce(&mut Config),
     ) -> Self {
-        Self::start_full(dir, adjust, true).await
+        Self::start_full(dir, adjust, true, None).await
     }
 
     /// A server using `dir` for its files (to restart on the same KV file).
     pub async fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
-        Self::start_full(dir, adjust, false).await
+        Self::start_full(dir, adjust, false, None).await
+    }
+
+    /// A server with an HTTP listener and an embedded controller (`enableControllerInNamesrv`):
+    /// a one-node group `embedded` on its own 127.0.0.1:0 port, fast Raft timings, its keys in
+    /// the nameserver's `-c` file as an operator writes them.
+    pub async fn start_with_controller(adjust: impl FnOnce(&mut Config)) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind controller");
+        let addr = listener.local_addr().expect("controller addr");
+        let file = dir.path().join("namesrv.properties");
+        std::fs::write(
+            &file,
+            format!(
+                "enableControllerInNamesrv=true\ncontrollerDLegerGroup=embedded\n\
+                 controllerDLegerPeers=n0-{addr}\ncontrollerDLegerSelfId=n0\n\
+                 controllerStorePath={}\nraftHeartbeatIntervalMillis=100\n\
+                 raftElectionTimeoutMillis=300\nscanNotActiveBrokerInterval=500\n",
+                dir.path().join("controller").display()
+            ),
+        )
+        .expect("write the -c file");
+        let adjust = move |c: &mut Config| {
+            c.enable_controller_in_namesrv = true;
+            c.loaded_from = Some(file);
+            adjust(c);
+        };
+        Self::start_full(dir, adjust, true, Some(listener)).await
     }
 
     async fn start_full(
         dir: tempfile::TempDir,
         adjust: impl FnOnce(&mut Config),
         with_http: bool,
+        controller: Option<tokio::net::TcpListener>,
     ) -> Self {
         let mut config = Config {
             kv_config_path: dir.path().join("kvConfig.json").to_string_lossy().into_owned(),
@@ -84,12 +116,21 @@ impl TestServer {
             None
         };
         let http_addr = http.as_ref().map(|l| l.local_addr().expect("http addr"));
+        let controller_addr = controller.as_ref().map(|l| l.local_addr().expect("controller"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = daemon::Listeners { remoting: listener, http, controller: None };
+        let listeners = daemon::Listeners { remoting: listener, http, controller };
         let handle = tokio::spawn(daemon.serve(listeners, async move {
             let _ = stopped.await;
         }));
-        Self { addr, http: http_addr, dir, state, stop: Some(stop), handle: Some(handle) }
+        Self {
+            addr,
+            http: http_addr,
+            controller: controller_addr,
+            dir,
+            state,
+            stop: Some(stop),
+            handle: Some(handle),
+        }
     }
 
     /// `GET path` on the HTTP listener.

@@ -18,13 +18,11 @@
 //! clock reads included) and `/metrics` answers 404, but counting elsewhere stays harmless.
 
 pub mod clock;
-mod requests;
-mod striped;
 
-pub use requests::{
-    PendingRequests, RequestDurations, RequestResult, RequestStats, RequestTotal, REQUEST_BOUNDS_NS,
+pub use counters::{
+    DurationHistogram, HistogramSnapshot, RequestDurations, RequestResult, RequestStats,
+    RequestTotal, Striped, REQUEST_BOUNDS_NS,
 };
-pub use striped::{DurationHistogram, HistogramSnapshot, Striped};
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -129,9 +127,9 @@ pub struct Metrics {
     /// `connections_refused_total{reason}`: connections closed during set-up (rare).
     connections_refused: Mutex<Vec<(&'static str, u64)>>,
     /// `received_bytes_total`: remoting bytes read (after TLS).
-    pub received_bytes: Arc<Striped>,
+    pub received_bytes: Arc<ByteCount>,
     /// `sent_bytes_total`: remoting bytes written (before TLS).
-    pub sent_bytes: Arc<Striped>,
+    pub sent_bytes: Arc<ByteCount>,
     /// `registrations_total{outcome}`, by [`RegistrationOutcome`].
     registrations: [AtomicU64; 4],
     /// `registration_apply_seconds`: REGISTER_BROKER handling, decode and apply (excluding
@@ -209,8 +207,8 @@ impl Metrics {
     /// Adds a connection's pending batch (requests and route-cache look-ups) to the shared
     /// counters and empties it.
     #[inline]
-    pub fn apply(&self, pending: &mut PendingRequests) {
-        self.requests.apply(pending);
+    pub fn apply(&self, pending: &mut Pending) {
+        self.requests.apply(&mut pending.requests);
         let [misses, hits] = std::mem::take(&mut pending.route_cache);
         if hits > 0 {
             self.route_cache_hit.inc_by(hits);
@@ -266,6 +264,45 @@ impl Metrics {
     /// Route bodies served from the cache and encoded: (hits, misses).
     pub fn route_cache(&self) -> (u64, u64) {
         (self.route_cache_hit.get(), self.route_cache_miss.get())
+    }
+}
+
+/// A connection's recordings not yet added to the shared counters: its run of requests
+/// (`counters::PendingRequests`) and its route-cache look-ups; [`Metrics::apply`] adds them.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// Requests recorded with `RequestStats::record_pending`.
+    pub requests: counters::PendingRequests,
+    /// Route bodies served from the cache / encoded, since the last apply.
+    route_cache: [u64; 2],
+}
+
+impl Pending {
+    /// Counts a route body served from the cache (`hit`) or encoded, when metrics are on.
+    #[inline]
+    pub fn route_cache_lookup(&mut self, enabled: bool, hit: bool) {
+        if enabled {
+            self.route_cache[usize::from(hit)] += 1;
+        }
+    }
+}
+
+/// Bytes through the remoting connections: a [`Striped`] counter that `transport::Counted` adds
+/// every read or write to.
+#[derive(Debug, Default)]
+pub struct ByteCount(Striped);
+
+impl ByteCount {
+    /// The bytes counted so far.
+    pub fn get(&self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl transport::ByteCounter for ByteCount {
+    #[inline]
+    fn add(&self, n: u64) {
+        self.0.inc_by(n);
     }
 }
 

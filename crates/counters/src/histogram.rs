@@ -1,84 +1,12 @@
-//! Striped storage for hot metrics: a value split over one cache line per recording thread, so
-//! threads recording at once never write the same line. Recording is one relaxed `fetch_add` on
-//! the calling thread's stripe; reading (a scrape) sums the stripes.
-//!
-//! [`Striped`] is a counter; [`DurationHistogram`] a lock-free histogram of durations (a
-//! mutex-guarded histogram would take its lock per observation). Both are plain atomics: what
-//! they are exposed as (Prometheus' text formats) is `crates/ops`' business.
+//! [`DurationHistogram`]: a lock-free histogram of durations with fixed buckets, striped per
+//! thread like [`crate::Striped`], and its [`HistogramSnapshot`] (each bucket's own count:
+//! cumulate once, where the `le` buckets are written).
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Stripes per value: the number of cores rounded up to a power of two (at most 64).
-static STRIPES: LazyLock<usize> = LazyLock::new(|| {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64).next_power_of_two()
-});
-
-static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// This thread's stripe number (assigned round-robin on first use).
-    static THREAD_STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-/// The calling thread's stripe in a value of `stripes` (a power of two) stripes.
-#[inline]
-fn stripe(stripes: usize) -> usize {
-    THREAD_STRIPE.with(|s| {
-        let mut v = s.get();
-        if v == usize::MAX {
-            v = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-            s.set(v);
-        }
-        v & (stripes - 1)
-    })
-}
-
-/// One cache line (two, against adjacent-line prefetch) holding one stripe of a counter.
-#[repr(align(128))]
-#[derive(Debug, Default)]
-struct Line(AtomicU64);
-
-/// A `u64` counter striped per thread: it counts without two cores ever contending for one
-/// cache line.
-#[derive(Debug)]
-pub struct Striped {
-    lines: Box<[Line]>,
-}
-
-impl Default for Striped {
-    fn default() -> Self {
-        Self { lines: (0..*STRIPES).map(|_| Line::default()).collect() }
-    }
-}
-
-impl Striped {
-    /// Adds one.
-    #[inline]
-    pub fn inc(&self) {
-        self.inc_by(1);
-    }
-
-    /// Adds `v` to this thread's stripe.
-    #[inline]
-    pub fn inc_by(&self, v: u64) {
-        self.lines[stripe(self.lines.len())].0.fetch_add(v, Ordering::Relaxed);
-    }
-
-    /// The total over every stripe.
-    pub fn get(&self) -> u64 {
-        self.lines.iter().map(|l| l.0.load(Ordering::Relaxed)).sum()
-    }
-}
-
-impl transport::ByteCounter for Striped {
-    #[inline]
-    fn add(&self, n: u64) {
-        self.inc_by(n);
-    }
-}
+use crate::striped::{stripe, STRIPES};
 
 /// The most bucket bounds a [`DurationHistogram`] may have (one stripe is one 256-byte block).
 pub const MAX_BOUNDS: usize = 30;
@@ -199,6 +127,61 @@ pub struct HistogramSnapshot {
 }
 
 impl HistogramSnapshot {
+    /// An empty snapshot with these bucket bounds (the last `+Inf`).
+    pub fn empty(bounds: impl IntoIterator<Item = f64>) -> Self {
+        let buckets = bounds.into_iter().map(|b| (b, 0)).collect();
+        Self { sum_seconds: 0.0, count: 0, buckets }
+    }
+
+    /// Adds `other`'s observations (same bounds) to this one.
+    pub fn add(&mut self, other: &HistogramSnapshot) {
+        debug_assert_eq!(self.buckets.len(), other.buckets.len(), "same bounds");
+        self.sum_seconds += other.sum_seconds;
+        self.count += other.count;
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            mine.1 += theirs.1;
+        }
+    }
+
+    /// The observations since `earlier` (a snapshot of the same histogram, or sum of
+    /// histograms, taken before): each bucket's, the count's and the sum's difference.
+    pub fn since(&self, earlier: &HistogramSnapshot) -> HistogramSnapshot {
+        HistogramSnapshot {
+            sum_seconds: (self.sum_seconds - earlier.sum_seconds).max(0.0),
+            count: self.count.saturating_sub(earlier.count),
+            buckets: self
+                .buckets
+                .iter()
+                .zip(&earlier.buckets)
+                .map(|(&(bound, now), &(_, then))| (bound, now.saturating_sub(then)))
+                .collect(),
+        }
+    }
+
+    /// The `q` quantile (0 to 1) in seconds, estimated as PromQL's `histogram_quantile`
+    /// does: linear within the bucket holding the rank (the first from 0), the highest finite
+    /// bound when it falls in `+Inf`. `None` with no observation.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = q.clamp(0.0, 1.0) * self.count as f64;
+        let (mut lower, mut below) = (0.0, 0u64);
+        for &(bound, n) in &self.buckets {
+            if (below + n) as f64 >= rank && n > 0 {
+                if bound.is_infinite() {
+                    return Some(lower);
+                }
+                return Some(lower + (bound - lower) * (rank - below as f64) / n as f64);
+            }
+            below += n;
+            if bound.is_finite() {
+                lower = bound;
+            }
+        }
+        Some(lower)
+    }
+
     /// (upper bound, observations at most that bound) per bucket: the `le` buckets.
     pub fn cumulative(&self) -> Vec<(f64, u64)> {
         let mut total = 0;
@@ -223,22 +206,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_striped_counter_sums_every_thread() {
-        let counter = Striped::default();
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..1000 {
-                        counter.inc();
-                    }
-                    counter.inc_by(5);
-                });
-            }
-        });
-        assert_eq!(counter.get(), 4 * 1005);
-    }
-
-    #[test]
     fn a_histogram_puts_each_duration_in_the_first_bucket_that_holds_it() {
         let h = DurationHistogram::new(&[0.001, 0.01]);
         h.observe(Duration::from_micros(10));
@@ -251,6 +218,41 @@ mod tests {
         assert_eq!(snapshot.buckets, vec![(0.001, 2), (0.01, 1), (f64::INFINITY, 1)]);
         let sum = snapshot.sum_seconds;
         assert!((sum - 2.00601).abs() < 1e-9, "{sum}");
+    }
+
+    #[test]
+    fn quantiles_interpolate_within_the_bucket_like_histogram_quantile() {
+        let h = DurationHistogram::new(&[0.001, 0.01]);
+        for _ in 0..50 {
+            h.observe(Duration::from_micros(500));
+        }
+        for _ in 0..50 {
+            h.observe(Duration::from_millis(5));
+        }
+        let s = h.snapshot();
+        // Rank 25 of 50 in (0, 1 ms]; rank 99 is 49 of 50 into (1 ms, 10 ms].
+        assert!((s.quantile(0.25).expect("q") - 0.0005).abs() < 1e-12);
+        assert!((s.quantile(0.99).expect("q") - (0.001 + 0.009 * 49.0 / 50.0)).abs() < 1e-12);
+        h.observe(Duration::from_secs(3));
+        assert_eq!(h.snapshot().quantile(1.0), Some(0.01), "+Inf: the highest finite bound");
+        assert_eq!(DurationHistogram::new(&[0.001]).snapshot().quantile(0.5), None);
+    }
+
+    #[test]
+    fn a_difference_of_snapshots_holds_what_came_between() {
+        let h = DurationHistogram::new(&[0.001, 0.01]);
+        h.observe(Duration::from_micros(10));
+        let before = h.snapshot();
+        h.observe(Duration::from_millis(5));
+        h.observe(Duration::from_millis(6));
+        let between = h.snapshot().since(&before);
+        assert_eq!(between.count, 2);
+        assert_eq!(between.buckets, vec![(0.001, 0), (0.01, 2), (f64::INFINITY, 0)]);
+        assert!((between.sum_seconds - 0.011).abs() < 1e-9);
+        let mut total = HistogramSnapshot::empty([0.001, 0.01, f64::INFINITY]);
+        total.add(&before);
+        total.add(&between);
+        assert_eq!(total, h.snapshot());
     }
 
     #[test]

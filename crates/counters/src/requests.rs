@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use remoting::{RequestCode, ResponseCode};
 
-use super::striped::{DurationHistogram, HistogramSnapshot, Striped, MAX_BOUNDS};
+use crate::{DurationHistogram, HistogramSnapshot, Striped, MAX_BOUNDS};
 
 /// Bucket bounds of `request_duration_seconds`, in nanoseconds (exposed in seconds: 5 µs to
 /// 2.5 s): a route read takes microseconds, a 50,000-topic registration hundreds of
@@ -110,18 +110,6 @@ pub struct PendingRequests {
     buckets: [u32; MAX_BOUNDS + 1],
     /// Bit i set when `buckets[i]` is not zero (so applying touches only those).
     used: u32,
-    /// Route bodies served from the cache / encoded, since the last apply.
-    pub(super) route_cache: [u64; 2],
-}
-
-impl PendingRequests {
-    /// Counts a route body served from the cache (`hit`) or encoded, when metrics are on.
-    #[inline]
-    pub fn route_cache_lookup(&mut self, enabled: bool, hit: bool) {
-        if enabled {
-            self.route_cache[usize::from(hit)] += 1;
-        }
-    }
 }
 
 /// How a request ended, for the `result` label.
@@ -287,8 +275,8 @@ fn result_slot(result: RequestResult) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::striped::nanos;
     use super::*;
+    use crate::nanos;
 
     #[test]
     fn codes_map_to_their_own_slot_and_unknown_ones_to_other() {
