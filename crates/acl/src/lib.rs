@@ -19,6 +19,7 @@
 mod accounts;
 mod address;
 pub mod audit;
+mod basic;
 mod failures;
 pub mod policy;
 mod reload;
@@ -37,6 +38,7 @@ use tracing::{debug, info, warn};
 pub use accounts::{Account, Accounts, AccountsError};
 pub use address::AddrPattern;
 pub use audit::{Accepted, Counters, Reason, Touched, Who};
+pub use basic::BasicCredentials;
 pub use failures::{Failures, Recorded, LIMIT as FAILURE_LIMIT, WINDOW as FAILURE_WINDOW};
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};

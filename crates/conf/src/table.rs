@@ -284,11 +284,24 @@ pub fn store_text<T: Keys>(table: &T) -> String {
     properties::to_store_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
+/// [`sorted_entries`] as every listing shows them (GET_*_CONFIG, the HTTP API's
+/// `/api/v1/config`): each [secret](is_secret_key) [`shown`] as [`REDACTED`].
+pub fn public_sorted_entries<T: Keys>(table: &T) -> BTreeMap<String, String> {
+    let mut all = sorted_entries(table);
+    for (key, value) in &mut all {
+        let redacted = shown(key, value);
+        if redacted != value.as_str() {
+            *value = redacted.to_owned();
+        }
+    }
+    all
+}
+
 /// The GET_*_CONFIG body: [`properties_text`] with every [secret](is_secret_key) shown as
 /// [`REDACTED`] (Java shows them).
 pub fn public_properties_text<T: Keys>(table: &T) -> String {
-    let all = sorted_entries(table);
-    properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), shown(k, v))))
+    let all = public_sorted_entries(table);
+    properties::to_plain_text(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 /// Every typed key as `key=value\n` in declaration order (unset values empty, as Java prints
@@ -451,6 +464,12 @@ macro_rules! config_struct {
             /// escaping. Java: `Configuration#getAllConfigsFormatString` (errata D35)
             pub fn to_properties_text(&self) -> String {
                 $crate::table::properties_text(self)
+            }
+
+            /// [`Self::to_sorted_entries`] with secrets redacted, as every listing shows them
+            /// (GET_*_CONFIG and the HTTP API).
+            pub fn to_public_sorted_entries(&self) -> ::std::collections::BTreeMap<String, String> {
+                $crate::table::public_sorted_entries(self)
             }
 
             /// The GET_*_CONFIG body: [`Self::to_properties_text`] with secrets redacted.

@@ -76,6 +76,14 @@ impl Daemon {
                 "client certificates are asked for but not checked: tls.server.authClient is false (Java's default), so any certificate is accepted and none is an identity; set tls.server.authClient=true and tls.server.trustCertPath to check them"
             );
         }
+        if config.http_tls_enable && settings.mode == transport::TlsMode::Disabled {
+            return Err(RunError::Config(conf::table::invalid(
+                "httpTlsEnable",
+                "true",
+                "needs tls.server.mode permissive or enforcing: the HTTP listener serves the \
+                 remoting port's certificate",
+            )));
+        }
         let tls = Arc::new(transport::TlsContext::new(settings)?);
         let auth = acl::Auth::from_settings(&config.acl_settings())?.map(Arc::new);
         let state = namesrv::build_state(config, auth)?;

@@ -148,7 +148,7 @@ async fn kv_and_config_are_listed_with_secrets_hidden() {
 
     let config = server.get("/api/v1/config").await.json();
     assert_eq!(config["config"]["listenPort"], "9876");
-    assert_eq!(config["config"]["tls.server.keyPassword"], "***");
+    assert_eq!(config["config"]["tls.server.keyPassword"], "******");
     assert!(!server.get("/api/v1/config").await.body.contains("hunter2"));
 }
 

@@ -363,6 +363,40 @@ conf::config_struct! {
     /// authenticated; route, cluster, topic, KV and config reads stay open) or `all` (every
     /// request). Read once at start; 318 may not change it.
     authentication_mode: Option<String> = "authenticationMode", None;
+
+    // ---- The HTTP listener under the same rules (#21). ----
+    /// Serves the HTTP listener over TLS only, with the remoting port's certificate and key
+    /// (`tls.server.*`, reloaded with them; client certificates as `tls.server.need.client.auth`
+    /// says). Needs `tls.server.mode` `permissive` or `enforcing`. Read once at start.
+    http_tls_enable: bool = "httpTlsEnable", false;
+    /// Accepts HTTP Basic credentials over plain HTTP from a peer that is not on the loopback
+    /// interface. Default `false`: such a request is refused with 403 (and no page asks for
+    /// credentials there), so a secret key never crosses the network in clear; serve the
+    /// listener with `httpTlsEnable=true` instead. Takes effect at once.
+    #[key(dynamic)]
+    http_allow_plain_credentials: bool = "httpAllowPlainCredentials", false;
+    /// Seconds an HTTP connection may take to send a request's headers (from its opening, or
+    /// from the end of its previous answer; the TLS handshake included); after that it is
+    /// closed and counted (`http_connections_refused_total{reason="header_timeout"}`).
+    /// Read at start.
+    http_header_read_timeout_seconds: i32 = "httpHeaderReadTimeoutSeconds", 10;
+    /// The most HTTP connections open at once; one more is answered 503 and closed, and
+    /// counted (`http_connections_refused_total{reason="max_connections"}`). Takes effect at
+    /// once.
+    #[key(dynamic)]
+    http_max_connections: i32 = "httpMaxConnections", 1024;
+    /// The most event streams (`/api/v1/events/stream`, one per open dashboard) at once; one
+    /// more is answered 503 and counted (`http_connections_refused_total{reason="max_event_streams"}`).
+    /// Takes effect at once.
+    #[key(dynamic)]
+    http_max_event_streams: i32 = "httpMaxEventStreams", 64;
+    /// Host names the HTTP listener answers to (comma-separated, case-insensitive, any port),
+    /// against DNS rebinding: a request whose `Host` names another host is answered 421 and
+    /// counted (`http_connections_refused_total{reason="host"}`). IP addresses and `localhost`
+    /// are always accepted (a rebinding attack needs a name). Unset: any `Host`. Takes effect
+    /// at once.
+    #[key(dynamic)]
+    http_allowed_hosts: Option<String> = "httpAllowedHosts", None;
     }
 }
 
@@ -398,6 +432,9 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("registerBodyMaxInflatedBytes", 64 * 1024, i64::MAX),
     ("registerBrokerMaxTopics", 1, i32::MAX as i64),
     ("kvConfigMaxValueBytes", 1, i32::MAX as i64),
+    ("httpHeaderReadTimeoutSeconds", 1, 3600),
+    ("httpMaxConnections", 1, i32::MAX as i64),
+    ("httpMaxEventStreams", 0, i32::MAX as i64),
 ];
 
 /// Keys whose value must be at least another key's: (key, the key it may not be below).

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,9 +40,6 @@ fn path_param(path: PathResult) -> Result<String, ApiError> {
 pub const MAX_PAGE: usize = 1000;
 /// Topics per page when `limit` is not given.
 pub const DEFAULT_PAGE: usize = 100;
-
-/// Config keys whose values the API never shows.
-const SECRET_KEYS: &[&str] = &["tls.server.keyPassword"];
 
 /// The `/api/v1/` routes.
 pub fn routes() -> Router<Context> {
@@ -260,15 +258,10 @@ async fn kv_namespace(
     }
 }
 
-/// `GET /api/v1/config`: every effective key and value (secrets shown as `***`).
+/// `GET /api/v1/config`: every effective key and value, secrets shown as `******` by the
+/// redaction of 319 and `-p` (`conf::table::shown`).
 async fn config(AxumState(state): AxumState<Shared>) -> Json<Value> {
-    let mut entries = state.config.load().to_sorted_entries();
-    for key in SECRET_KEYS {
-        if let Some(value) = entries.get_mut(*key) {
-            "***".clone_into(value);
-        }
-    }
-    Json(json!({"config": entries}))
+    Json(json!({"config": state.config.load().to_public_sorted_entries()}))
 }
 
 /// `GET /api/v1/stats`: request counts by code and result, latency histograms by code, and
@@ -347,10 +340,11 @@ async fn events(
 /// as data and its id as `id` (a reconnecting browser's `Last-Event-ID`, or `?after=`, replays
 /// what it missed from the ring). Ends when the server stops.
 async fn event_stream(
-    AxumState(state): AxumState<Shared>,
+    AxumState(ctx): AxumState<Context>,
     headers: HeaderMap,
     query: QueryResult,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let state = Arc::clone(&ctx.state);
     let params = Params::new(query, &["after"])?;
     let after = match headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
         Some(id) => id.trim().parse::<u64>().map_err(|_| {
@@ -361,12 +355,13 @@ async fn event_stream(
         })?,
         None => params.number("after", 0, usize::MAX)? as u64,
     };
+    let slot = StreamSlot::take(&ctx)?;
     let (backlog, live) = state.events.subscribe(after);
     let stream = futures::stream::unfold(
-        (VecDeque::from(backlog), live, state),
-        |(mut backlog, mut live, state)| async move {
+        (VecDeque::from(backlog), live, state, slot),
+        |(mut backlog, mut live, state, slot)| async move {
             if let Some(event) = backlog.pop_front() {
-                return Some((Ok(sse_event(&event)), (backlog, live, state)));
+                return Some((Ok(sse_event(&event)), (backlog, live, state, slot)));
             }
             let next = tokio::select! {
                 () = state.events.closed() => return None,
@@ -379,10 +374,37 @@ async fn event_stream(
                 }
                 Err(broadcast::error::RecvError::Closed) => return None,
             };
-            Some((Ok(item), (backlog, live, state)))
+            Some((Ok(item), (backlog, live, state, slot)))
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// One open event stream, counted against `httpMaxEventStreams` until dropped.
+struct StreamSlot(Arc<AtomicUsize>);
+
+impl StreamSlot {
+    /// A slot, or 503 (counted) when `httpMaxEventStreams` streams are open.
+    fn take(ctx: &Context) -> Result<Self, ApiError> {
+        let max = usize::try_from(ctx.state.config.load().http_max_event_streams).unwrap_or(0);
+        let open = &ctx.event_streams;
+        let taken =
+            open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1));
+        if taken.is_err() {
+            ctx.http_counts.refused(crate::Refused::MaxEventStreams);
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("too many event streams open ({max}, httpMaxEventStreams)"),
+            ));
+        }
+        Ok(Self(Arc::clone(open)))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn sse_event(event: &Event) -> SseEvent {

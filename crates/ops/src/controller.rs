@@ -187,7 +187,9 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "HTTP listener serving controller metrics and probes");
     }
-    crate::serve_router(listener, router(node), shutdown).await;
+    let settings = crate::ListenerSettings::default;
+    let counts = crate::HttpCounts::default();
+    crate::listener::serve_router(listener, router(node), settings, counts, shutdown).await;
 }
 
 fn router(node: Arc<Node>) -> Router {

@@ -81,6 +81,12 @@ pub fn encode(ctx: &Context, format: Format) -> Result<String, std::fmt::Error> 
         "Requests to the HTTP listener, by handler and status",
         ctx.http_requests.clone(),
     );
+    r.register(
+        "http_connections_refused",
+        "HTTP connections and requests refused by the listener's bounds and guards, by reason \
+         (max_connections, header_timeout, max_event_streams, host, plain_credentials, tls_handshake)",
+        label_counts("reason", &ctx.http_counts.refused_counts()),
+    );
     StateGauges::read(&ctx.state, &ctx.tls).register(r);
     if let Some(node) = ctx.controller.get() {
         crate::controller::register(&mut root, node);

@@ -11,12 +11,14 @@
 //! HTTP handlers only read (`State` snapshots, the metrics, the event ring): nothing here
 //! changes the route tables or the KV store.
 
+mod access;
 mod api;
 mod controller;
 mod dashboard;
 mod exposition;
 mod gauges;
 mod history;
+mod listener;
 mod nsaddr;
 mod process;
 
@@ -25,25 +27,25 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::connect_info::Connected;
 use axum::extract::{FromRef, MatchedPath, Request, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::IncomingStream;
 use axum::{Json, Router};
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tracing::{info, warn};
+use tracing::info;
 
 use namesrv::state::{Readiness, State};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use transport::TlsContext;
 
+pub use crate::access::{host_allowed, plain_credentials_refused, REALM};
 pub use crate::controller::{serve as serve_controller, EmbeddedController};
 use crate::exposition::Format;
+pub use crate::listener::{HttpCounts, ListenerSettings, Refused, HTTP_DRAIN_LIMIT};
 
 /// Label set of `http_requests_total`: the route pattern and the status.
 pub(crate) type HttpLabels = [(&'static str, String); 2];
@@ -62,6 +64,10 @@ pub struct Context {
     pub(crate) controller: EmbeddedController,
     /// The last minutes of request rate and latency (the dashboard's charts).
     pub(crate) history: history::History,
+    /// This listener's refusals and open connections.
+    pub(crate) http_counts: HttpCounts,
+    /// Event streams open now (`httpMaxEventStreams`).
+    pub(crate) event_streams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Context {
@@ -73,6 +79,8 @@ impl Context {
             http_requests: Family::default(),
             controller: EmbeddedController::default(),
             history: history::History::default(),
+            http_counts: HttpCounts::default(),
+            event_streams: Arc::default(),
         }
     }
 
@@ -92,52 +100,37 @@ impl FromRef<Context> for Arc<State> {
 
 type Shared = Context;
 
-/// How long open HTTP connections (a dashboard's event stream, a slow scrape) may take to
-/// finish once the server has stopped.
-const HTTP_DRAIN_LIMIT: Duration = Duration::from_secs(2);
-
 /// Serves HTTP on `listener` until `shutdown` completes (the server calls it after the
 /// remoting drain, so `/healthz` answers until the end), then gives open requests
 /// [`HTTP_DRAIN_LIMIT`] to finish. The dashboard's history is sampled meanwhile (and no longer).
+/// Each connection is served under the `http*` keys current when it is accepted
+/// (`httpMaxConnections`, `httpHeaderReadTimeoutSeconds`, and TLS when `httpTlsEnable`).
 pub async fn serve(
     listener: TcpListener,
     ctx: Context,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    let tls = ctx.state.config.load().http_tls_enable.then(|| Arc::clone(&ctx.tls));
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "HTTP listener serving metrics, probes, API and dashboard");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        info!(%addr, scheme, "HTTP listener serving metrics, probes, API and dashboard");
     }
+    let state = Arc::clone(&ctx.state);
+    let settings = move || {
+        let config = state.config.load();
+        ListenerSettings {
+            max_connections: usize::try_from(config.http_max_connections).unwrap_or(1).max(1),
+            header_timeout: Duration::from_secs(
+                u64::try_from(config.http_header_read_timeout_seconds).unwrap_or(10).max(1),
+            ),
+            tls: tls.clone(),
+        }
+    };
+    let counts = ctx.http_counts.clone();
     let sampler = history::sample(Arc::clone(&ctx.state), ctx.history.clone());
     tokio::select! {
-        () = serve_router(listener, router(ctx), shutdown) => {}
+        () = listener::serve_router(listener, router(ctx), settings, counts, shutdown) => {}
         () = sampler => {}
-    }
-}
-
-/// Serves `router` on `listener` until `shutdown` completes, then gives open requests
-/// [`HTTP_DRAIN_LIMIT`] to finish.
-pub(crate) async fn serve_router(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let service = router.into_make_service_with_connect_info::<HttpPeer>();
-    let server = axum::serve(listener, service).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = stopped_tx.send(());
-    });
-    let server = std::pin::pin!(std::future::IntoFuture::into_future(server));
-    tokio::select! {
-        result = server => {
-            if let Err(e) = result {
-                warn!(error = %e, "HTTP listener failed");
-            }
-        }
-        () = async {
-            let _ = stopped_rx.await;
-            tokio::time::sleep(HTTP_DRAIN_LIMIT).await;
-        } => warn!("HTTP requests still open after the drain limit; dropped"),
     }
 }
 
@@ -152,25 +145,23 @@ pub(crate) fn router(state: Context) -> Router {
         .route("/readyz", get(readyz))
         .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr))
         .merge(api::routes())
+        .route_layer(middleware::from_fn_with_state(state.clone(), access::guard))
         .route_layer(middleware::from_fn_with_state(state.clone(), count_request))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
 }
 
-/// Both ends of an HTTP connection (the address server answers with the local one).
+/// Both ends of an HTTP connection (the address server answers with the local one) and
+/// whether it is TLS. The client is the TCP peer: no header (`X-Forwarded-For`) changes it.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpPeer {
     /// The address the client connected to.
     pub local: Option<SocketAddr>,
     /// The client.
     pub remote: SocketAddr,
-}
-
-impl Connected<IncomingStream<'_, TcpListener>> for HttpPeer {
-    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
-        Self { local: stream.io().local_addr().ok(), remote: *stream.remote_addr() }
-    }
+    /// Whether the connection is TLS (`httpTlsEnable`).
+    pub tls: bool,
 }
 
 /// A JSON error answer.
