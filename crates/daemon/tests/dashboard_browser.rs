@@ -300,3 +300,54 @@ async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
     assert!(event.contains(&expected), "{event:?} has {expected:?}");
     assert!(std::fs::metadata(&screenshot).expect("screenshot").len() > 10_000);
 }
+
+/// With `authenticationMode=all` the browser is asked for credentials (401 with a Basic
+/// challenge) and, given a reader account's, renders the dashboard: its script, the API and the
+/// event stream all carry them (`tests/browser/basic.mjs`).
+#[tokio::test]
+async fn the_dashboard_works_with_basic_credentials_when_every_request_needs_an_account() {
+    let (chromium, dir) = match tools() {
+        Ok(tools) => tools,
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("browser test cannot run in CI: {why}")
+        }
+        Err(why) => {
+            eprintln!("\n*** SKIPPED the dashboard Basic test: {why} (.ci/run installs it) ***\n");
+            return;
+        }
+    };
+    let files = tempfile::tempdir().expect("dir");
+    let accounts = files.path().join("auth.yml");
+    std::fs::write(
+        &accounts,
+        "accounts:\n  - {accessKey: viewer, secretKey: \"viewer-secret-1\", role: reader}\n  - {accessKey: broker-a, secretKey: \"broker-secret-1\", role: broker}\n",
+    )
+    .expect("accounts");
+    let server = TestServer::start_with_http(|c| {
+        c.authentication_enabled = Some(true);
+        c.auth_config_path = Some(accounts.to_string_lossy().into_owned());
+        c.authentication_mode = Some("all".into());
+    })
+    .await;
+    let mut conn = server.connect().await;
+    let mut register = Broker::new("C1", "broker-a", "10.1.0.1:10911", 0).register(&["T1", "T2"]);
+    remoting::signature::Credentials::new("broker-a", "broker-secret-1").sign(&mut register);
+    assert_eq!(conn.call(register).await.code, 0);
+
+    let url = format!("http://{}/", server.http.expect("http"));
+    let output = tokio::process::Command::new("node")
+        .arg(dir.join("basic.mjs"))
+        .args([url.as_str(), &chromium.to_string_lossy(), "viewer", "viewer-secret-1"])
+        .current_dir(&dir)
+        .kill_on_drop(true)
+        .output();
+    let output =
+        tokio::time::timeout(BROWSER_TIMEOUT, output).await.expect("in time").expect("node");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let result: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(result["anonymousStatus"], 401, "{result}");
+    assert_eq!(result["challenge"], ops::REALM, "{result}");
+    assert_eq!(result["status"], 200, "{result}");
+    assert_eq!(result["errors"], serde_json::json!([]), "{result}");
+    assert_eq!(result["brokers"], serde_json::json!(["10.1.0.1:10911"]), "{result}");
+}
