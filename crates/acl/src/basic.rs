@@ -80,10 +80,7 @@ impl Auth {
                 self.counters.refused(refusal.reason());
                 let access_key =
                     credentials.map(|c| c.access_key.chars().take(64).collect::<String>());
-                let failures = match credentials {
-                    None => None,
-                    Some(_) => Some(self.failures.record(ip, now())),
-                };
+                let failures = credentials.map(|_| self.failures.record(ip, now()));
                 let blocked = matches!(failures, Some(Recorded::Blocked { .. }));
                 warn!(
                     target: audit::TARGET,

@@ -571,6 +571,10 @@ mod tests {
             assert!(shown.contains("emptySecretKey=\n"), "an empty secret hides nothing: {shown}");
             assert!(!shown.contains("hunter2"), "{shown}");
         }
+        let listed = s.to_public_sorted_entries();
+        assert_eq!(listed["tls.server.keyPassword"], REDACTED);
+        assert_eq!(listed["emptySecretKey"], "");
+        assert_eq!(listed["port"], "9876");
         assert!(s.to_properties_text().contains("tls.server.keyPassword=hunter2"));
         assert!(
             is_secret_key("innerClientAuthenticationCredentials") && !is_secret_key("listenPort")

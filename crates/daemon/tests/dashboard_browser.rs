@@ -50,6 +50,20 @@ fn tools() -> Result<(PathBuf, PathBuf), String> {
     Ok((chromium, dir))
 }
 
+/// [`tools`], or `None` after saying `test` is skipped (a panic when `CI` is set).
+fn tools_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
+    match tools() {
+        Ok(tools) => Some(tools),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("browser test cannot run in CI: {why}")
+        }
+        Err(why) => {
+            eprintln!("\n*** SKIPPED {test}: {why} (.ci/run installs it) ***\n");
+            None
+        }
+    }
+}
+
 fn topics(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-T{i:03}")).collect()
 }
@@ -92,18 +106,7 @@ async fn next_line(
 
 #[tokio::test]
 async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
-    let (chromium, dir) = match tools() {
-        Ok(tools) => tools,
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("browser test cannot run in CI: {why}")
-        }
-        Err(why) => {
-            eprintln!(
-                "\n*** SKIPPED the dashboard browser test: {why} (.ci/run installs it) ***\n"
-            );
-            return;
-        }
-    };
+    let Some((chromium, dir)) = tools_or_skip("the dashboard browser test") else { return };
     // One liveness scan 5 s after start, the next an hour later.
     let server =
         TestServer::start_with_controller(|c| c.scan_not_active_broker_interval = 3_600_000).await;
@@ -306,16 +309,7 @@ async fn the_dashboard_shows_brokers_routes_and_live_events_in_chromium() {
 /// event stream all carry them (`tests/browser/basic.mjs`).
 #[tokio::test]
 async fn the_dashboard_works_with_basic_credentials_when_every_request_needs_an_account() {
-    let (chromium, dir) = match tools() {
-        Ok(tools) => tools,
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("browser test cannot run in CI: {why}")
-        }
-        Err(why) => {
-            eprintln!("\n*** SKIPPED the dashboard Basic test: {why} (.ci/run installs it) ***\n");
-            return;
-        }
-    };
+    let Some((chromium, dir)) = tools_or_skip("the dashboard Basic test") else { return };
     let files = tempfile::tempdir().expect("dir");
     let accounts = files.path().join("auth.yml");
     std::fs::write(

@@ -66,8 +66,7 @@ fn basic(access_key: &str, secret_key: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
 }
 
-fn scrape_value(server: &TestServer, text: &str, metric: &str, labels: &[(&str, &str)]) -> f64 {
-    let _ = server;
+fn scrape_value(text: &str, metric: &str, labels: &[(&str, &str)]) -> f64 {
     Scrape::parse(text).value(metric, labels).unwrap_or(0.0)
 }
 
@@ -133,7 +132,6 @@ async fn mode_all_needs_an_account_on_every_route_but_probes_metrics_and_the_add
     let _broker = seed(&server).await;
     let addr = server.http.expect("http");
     let refused_before = scrape_value(
-        &server,
         &metrics(&server).await,
         "rocketmq_namesrv_auth_refused_total",
         &[("reason", "no_signature")],
@@ -182,9 +180,8 @@ async fn mode_all_needs_an_account_on_every_route_but_probes_metrics_and_the_add
         assert_eq!(server.get(open).await.status, 200, "{open} stays open");
     }
     let text = metrics(&server).await;
-    let refused = |reason| {
-        scrape_value(&server, &text, "rocketmq_namesrv_auth_refused_total", &[("reason", reason)])
-    };
+    let refused =
+        |reason| scrape_value(&text, "rocketmq_namesrv_auth_refused_total", &[("reason", reason)]);
     assert_eq!(refused("no_signature") - refused_before, 1.0 + guarded.len() as f64);
     assert_eq!(refused("bad_signature"), 4.0);
     assert_eq!(refused("unknown_access_key"), 4.0);
@@ -218,6 +215,14 @@ async fn forwarded_headers_never_change_the_client_address() {
         assert_eq!(response.status, 403, "{header}: {}", response.body);
         assert!(response.body.contains("127.0.0.1"), "the TCP peer is named: {}", response.body);
     }
+}
+
+/// `rocketmq_namesrv_http_connections_refused_total{reason}` as `addr`'s `/metrics` shows it.
+async fn http_refused(addr: SocketAddr, reason: &str) -> f64 {
+    let text = http_get(addr, "/metrics", &[]).await.body;
+    Scrape::parse(&text)
+        .value("rocketmq_namesrv_http_connections_refused_total", &[("reason", reason)])
+        .unwrap_or(0.0)
 }
 
 /// A nameserver whose HTTP listener is bound to `ip` (port 0).
@@ -273,12 +278,7 @@ async fn credentials_over_plain_http_from_another_machine_are_refused() {
     assert_eq!(anonymous.status, 403, "no page asks for credentials in clear");
     assert_eq!(anonymous.header("www-authenticate"), None);
     assert_eq!(http_get(addr, "/healthz", &[]).await.status, 200);
-    let text = http_get(addr, "/metrics", &[]).await.body;
-    let refused = Scrape::parse(&text).value(
-        "rocketmq_namesrv_http_connections_refused_total",
-        &[("reason", "plain_credentials")],
-    );
-    assert_eq!(refused, Some(2.0));
+    assert_eq!(http_refused(addr, "plain_credentials").await, 2.0);
 
     let dir = tempfile::tempdir().expect("dir");
     let auth = with_auth("all", dir.path());
@@ -328,10 +328,7 @@ async fn three_hundred_connections_with_unfinished_headers_are_closed_after_the_
     }
     eprintln!("300 connections with unfinished headers: the last closed after {longest:?}");
     assert!(longest < Duration::from_secs(4), "{longest:?}");
-    let text = server.get("/metrics").await.body;
-    let refused = Scrape::parse(&text)
-        .value("rocketmq_namesrv_http_connections_refused_total", &[("reason", "header_timeout")]);
-    assert_eq!(refused, Some(300.0));
+    assert_eq!(http_refused(addr, "header_timeout").await, 300.0);
 }
 
 #[tokio::test]
@@ -350,10 +347,7 @@ async fn connections_beyond_the_cap_get_503_and_are_counted() {
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
     drop(idle);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let text = server.get("/metrics").await.body;
-    let refused = Scrape::parse(&text)
-        .value("rocketmq_namesrv_http_connections_refused_total", &[("reason", "max_connections")]);
-    assert_eq!(refused, Some(1.0));
+    assert_eq!(http_refused(addr, "max_connections").await, 1.0);
 }
 
 /// Opens an event stream; the status line of its answer.
@@ -385,17 +379,11 @@ async fn event_streams_beyond_the_cap_get_503_and_are_counted() {
     // The closed stream's slot comes back once the server notices (its next keep-alive or
     // event); an event makes it write now.
     let mut conn = server.connect().await;
-    let _keep = &mut conn;
     conn.register(&Broker::new("C", "b", "127.0.0.1:10911", 0), &["T", "T1"]).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (_again, status) = open_stream(addr).await;
     assert_eq!(status, "HTTP/1.1 200 OK");
-    let text = server.get("/metrics").await.body;
-    let refused = Scrape::parse(&text).value(
-        "rocketmq_namesrv_http_connections_refused_total",
-        &[("reason", "max_event_streams")],
-    );
-    assert_eq!(refused, Some(1.0));
+    assert_eq!(http_refused(addr, "max_event_streams").await, 1.0);
 }
 
 #[tokio::test]
@@ -418,21 +406,43 @@ async fn a_host_outside_the_allow_list_gets_421() {
     assert_eq!(raw("rebound.attacker.example:8080").await, "HTTP/1.0 421 Misdirected Request");
     assert_eq!(raw("ns.example.com:8080").await, "HTTP/1.0 200 OK");
     assert_eq!(raw("127.0.0.1:8080").await, "HTTP/1.0 200 OK");
-    let text = server.get("/metrics").await.body;
-    let refused = Scrape::parse(&text)
-        .value("rocketmq_namesrv_http_connections_refused_total", &[("reason", "host")]);
-    assert_eq!(refused, Some(1.0));
+    assert_eq!(http_refused(addr, "host").await, 1.0);
+}
+
+/// A new self-signed certificate for "localhost" in `dir` (`server.crt`, `server.key`).
+fn write_cert(dir: &Path) -> rustls::pki_types::CertificateDer<'static> {
+    use rustls::pki_types::pem::PemObject;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
+    std::fs::write(dir.join("server.crt.tmp"), cert.cert.pem()).expect("write cert");
+    std::fs::write(dir.join("server.key.tmp"), cert.signing_key.serialize_pem()).expect("key");
+    std::fs::rename(dir.join("server.key.tmp"), dir.join("server.key")).expect("key");
+    std::fs::rename(dir.join("server.crt.tmp"), dir.join("server.crt")).expect("cert");
+    rustls::pki_types::CertificateDer::from_pem_slice(cert.cert.pem().as_bytes()).expect("der")
+}
+
+/// A TLS connection to `addr` trusting only `root`.
+async fn https_connect(
+    addr: SocketAddr,
+    root: rustls::pki_types::CertificateDer<'static>,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root).expect("root");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(addr).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await
 }
 
 #[tokio::test]
-async fn https_serves_the_remoting_certificate_and_refuses_plain_http() {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName};
+async fn https_serves_the_remoting_certificate_reloads_it_and_refuses_plain_http() {
     let dir = tempfile::tempdir().expect("dir");
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
-    std::fs::write(dir.path().join("server.crt"), cert.cert.pem()).expect("write cert");
-    std::fs::write(dir.path().join("server.key"), cert.signing_key.serialize_pem()).expect("key");
-    let der = CertificateDer::from_pem_slice(cert.cert.pem().as_bytes()).expect("der");
+    let der = write_cert(dir.path());
+    let files = dir.path().to_owned();
     let (crt, key) = (dir.path().join("server.crt"), dir.path().join("server.key"));
     let auth = with_auth("all", dir.path());
     let server = TestServer::start_in_with_http(dir, move |c| {
@@ -450,19 +460,7 @@ async fn https_serves_the_remoting_certificate_and_refuses_plain_http() {
     })
     .await;
     let addr = server.http.expect("http");
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(der).expect("root");
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let name = ServerName::try_from("localhost").expect("name");
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
+    let mut tls = https_connect(addr, der.clone())
         .await
         .expect("handshake with the remoting port's certificate");
     let viewer = basic("viewer", "viewer-secret-1");
@@ -480,4 +478,13 @@ async fn https_serves_the_remoting_certificate_and_refuses_plain_http() {
     let plain = http_get(addr, "/healthz", &[]).await;
     assert_eq!(plain.status, 400, "plain HTTP on the HTTPS listener: {}", plain.body);
     assert!(plain.body.contains("HTTPS only"), "{}", plain.body);
+
+    // The remoting port's certificate is replaced: new HTTPS connections get the new one.
+    let renewed = write_cert(&files);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while https_connect(addr, renewed.clone()).await.is_err() {
+        assert!(Instant::now() < deadline, "the HTTP listener never served the new certificate");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(https_connect(addr, der).await.is_err(), "the old certificate is no longer served");
 }
