@@ -37,7 +37,7 @@ async fn enforcing() -> TestServer {
         c.authentication_enabled = Some(true);
         c.auth_config_path = Some(accounts.to_string_lossy().into_owned());
         c.authentication_mode = Some(AuthMode::Writes.as_str().into());
-        c.auth_failure_window_seconds = WINDOW_SECS;
+        c.auth_failure_window_seconds = Some(WINDOW_SECS);
     })
     .await
 }

@@ -376,9 +376,9 @@ conf::config_struct! {
     /// `authFailureWindowSeconds`: with access control on, ten failed requests of one access
     /// key (or of unsigned requests, or of unknown keys) from one client address within this
     /// many seconds block that pair, and only that pair, until the window ends: its requests
-    /// are refused with `too many failed attempts` without any signature being verified. Read
-    /// once at start; 318 may not change it.
-    auth_failure_window_seconds: i64 = "authFailureWindowSeconds", 60;
+    /// are refused with `too many failed attempts` without any signature being verified.
+    /// Unset: 60. Read once at start; 318 may not change it.
+    auth_failure_window_seconds: Option<i64> = "authFailureWindowSeconds", None;
     }
 }
 
@@ -616,8 +616,9 @@ impl Config {
             enabled: self.authentication_on(),
             mode: self.auth_mode(),
             path: self.auth_file(),
-            failure_window: u64::try_from(self.auth_failure_window_seconds)
-                .ok()
+            failure_window: self
+                .auth_failure_window_seconds
+                .and_then(|secs| u64::try_from(secs).ok())
                 .map(std::time::Duration::from_secs),
         }
     }
@@ -735,12 +736,14 @@ mod tests {
             [
                 "a",
                 "authConfigPath",
+                "authFailureWindowSeconds",
                 "authenticationEnabled",
                 "authenticationMode",
                 "b",
                 "configBlackList",
                 "configStorePath",
                 "kvConfigPath",
+                "proxyProtocolTrustedAddresses",
                 "rocketmqHome",
                 "routeSnapshotPath"
             ]

@@ -255,7 +255,7 @@ impl State {
         match self.unregister_tx.try_send((request, reason)) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full((r, _))) => {
-                warn!(broker = %r.broker_addr, "unregistration queue full");
+                warn!(broker = %remoting::text::clip(&r.broker_addr), "unregistration queue full");
                 false
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -278,7 +278,7 @@ impl State {
             return;
         }
         for request in self.routes.on_connection_closed(id) {
-            debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
+            debug!(broker = %remoting::text::clip(&request.broker_addr), "connection closed; unregistering broker");
             self.submit_unregister(request, RemovalReason::ConnectionClosed);
         }
     }

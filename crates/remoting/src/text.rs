@@ -8,6 +8,14 @@ use std::fmt::{self, Write};
 /// Characters of a wire string a log line shows at most.
 pub const LOG_CHARS: usize = 256;
 
+/// Bytes of a wire string kept at most where it is only shown again (the event ring).
+pub const KEEP_BYTES: usize = 512;
+
+/// `text` cut to [`KEEP_BYTES`], owned: what a record kept for display holds of a wire string.
+pub fn kept(text: &str) -> String {
+    truncate(text, KEEP_BYTES).to_owned()
+}
+
 /// `text` cut to at most `max_bytes` bytes, at a character boundary.
 pub fn truncate(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {
