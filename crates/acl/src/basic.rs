@@ -14,11 +14,11 @@ use subtle::ConstantTimeEq;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::audit::{self, Accepted, Who};
-use crate::failures::Recorded;
+use crate::audit::{self, Accepted, Reason, Who};
+use crate::failures::{Principal, Recorded};
 use crate::policy::{access_of, Access};
 use crate::settings::AuthMode;
-use crate::{Auth, Refusal, FAILURE_LIMIT};
+use crate::{Auth, Refusal};
 
 /// What the signatures compared by [`secret_matches`] sign.
 const PROBE: &[u8] = b"rocketmq-namesrv http basic";
@@ -67,32 +67,33 @@ impl Auth {
             return Ok(Who::Anonymous);
         }
         let ip = peer.ip().to_canonical();
-        if self.failures.any_blocked() && self.failures.is_blocked(ip, now()) {
-            let refusal = Refusal::RateLimited { ip };
-            self.counters.refused(refusal.reason());
-            debug!(target: audit::TARGET, peer = %peer, code, transport = "http", "refused: address blocked after repeated failures");
-            return Err(refusal);
+        let principal = match credentials {
+            None => Principal::Unsigned,
+            Some(c) => match self.accounts().by_access_key(c.access_key) {
+                Some(account) => Principal::Account(std::sync::Arc::clone(&account.access_key)),
+                None => Principal::UnknownKey,
+            },
+        };
+        if self.failures.any_blocked() && self.failures.is_blocked(ip, &principal, now()) {
+            self.counters.refused(Reason::RateLimited);
+            debug!(target: audit::TARGET, peer = %peer, code, transport = "http", principal = %principal, "refused: blocked after repeated failures");
+            return Err(Refusal::RateLimited { ip, who: principal });
         }
         let result = self.identify_basic(peer, credentials, code, access);
         match &result {
             Ok((_, how)) => self.counters.accepted(*how),
             Err(refusal) => {
                 self.counters.refused(refusal.reason());
-                let access_key =
-                    credentials.map(|c| c.access_key.chars().take(64).collect::<String>());
-                let failures = credentials.map(|_| self.failures.record(ip, now()));
-                let blocked = matches!(failures, Some(Recorded::Blocked { .. }));
+                let access_key = credentials.map(|c| remoting::text::clip(c.access_key));
+                let recorded = credentials.map(|_| self.failures.record(ip, &principal, now()));
+                let blocked = matches!(recorded, Some(Recorded::Blocked { .. }));
                 warn!(
                     target: audit::TARGET,
                     peer = %peer,
                     code,
                     transport = "http",
-                    access_key = ?access_key,
+                    access_key = access_key.map(tracing::field::display),
                     reason = refusal.reason().label(),
-                    failures = failures.map(|f| match f {
-                        Recorded::Counted { failures } => failures,
-                        Recorded::Blocked { .. } => FAILURE_LIMIT,
-                    }),
                     blocked,
                     "refused"
                 );
@@ -139,7 +140,7 @@ impl Auth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Accounts;
+    use crate::{Accounts, FAILURE_LIMIT};
     use remoting::RequestCode as C;
 
     const FILE: &str = r#"
