@@ -10,11 +10,11 @@ use std::time::Duration;
 use remoting::headers::{ElectMasterRequestHeader, GetReplicaInfoRequestHeader};
 use remoting::{RemotingCommand, ResponseCode};
 
-use crate::handler::elect_proposal;
 use crate::liveness::Inactive;
 use crate::metrics::{ElectionResult, Trigger};
 use crate::node::{Node, NodeError};
 use crate::notify::RoleChange;
+use crate::proposal::elect_proposal;
 
 /// How long the leader waits for one attempt of its own election (Java: 3 s).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);

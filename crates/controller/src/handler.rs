@@ -7,8 +7,8 @@ use std::sync::Arc;
 use remoting::body::{from_json, SyncStateSet};
 use remoting::headers::{
     AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader, BrokerHeartbeatRequestHeader,
-    CleanControllerBrokerDataRequestHeader, CommandHeader, ElectMasterRequestHeader,
-    GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
+    CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, GetMetaDataResponseHeader,
+    GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
     RegisterBrokerToControllerRequestHeader,
 };
 use remoting::{RemotingCommand, ResponseCode};
@@ -18,9 +18,9 @@ use crate::config::Config;
 use crate::elect::BrokerLiveness;
 use crate::failover;
 use crate::liveness::{BrokerKey, Heartbeat, DEFAULT_HEARTBEAT_TIMEOUT};
-use crate::node::{Node, NodeError, Proposed};
-use crate::replicas::decide::MissingField;
-use crate::replicas::{Decision, Replicas};
+use crate::node::{Node, NodeError};
+use crate::proposal::{proposed, read_response};
+use crate::replicas::Replicas;
 
 /// Why a request could not be answered normally; `dispatch` turns it into a response.
 #[derive(Debug, thiserror::Error)]
@@ -36,45 +36,6 @@ pub enum HandlerError {
     /// The config update failed; the remark and code are Java's.
     #[error("{remark}")]
     Config { code: ResponseCode, remark: String },
-}
-
-/// A decision as a response, and its event. A request missing a field Java dereferences is a
-/// SYSTEM_ERROR with no event.
-fn proposed<H: CommandHeader>(decision: Result<Decision<H>, MissingField>) -> Proposed {
-    match decision {
-        Ok(d) => Proposed {
-            response: response_of(d.code, d.remark, d.header.as_ref(), d.body),
-            event: d.event,
-        },
-        Err(missing) => Proposed {
-            response: RemotingCommand::response(
-                ResponseCode::SystemError,
-                Some(missing.to_string()),
-            ),
-            event: None,
-        },
-    }
-}
-
-/// Java `RemotingCommand#createResponseCommandWithHeader` + the result's remark and body.
-fn response_of<H: CommandHeader>(
-    code: ResponseCode,
-    remark: Option<String>,
-    header: Option<&H>,
-    body: Option<Vec<u8>>,
-) -> RemotingCommand {
-    let mut cmd = RemotingCommand::response(code, remark);
-    if let Some(h) = header {
-        cmd = cmd.with_header(h);
-    }
-    if let Some(b) = body {
-        cmd = cmd.with_body(b);
-    }
-    cmd
-}
-
-fn read_response<H: CommandHeader>(d: Decision<H>) -> RemotingCommand {
-    response_of(d.code, d.remark, d.header.as_ref(), d.body)
 }
 
 /// 1001 CONTROLLER_ALTER_SYNC_STATE_SET.
@@ -255,11 +216,4 @@ pub async fn apply_broker_id(
             proposed(t.apply_broker_id(&header))
         }))
         .await?)
-}
-
-/// The election decision as a proposal (shared by 1002 and the leader's own elections).
-pub(crate) fn elect_proposal(header: ElectMasterRequestHeader) -> crate::node::Decide {
-    Box::new(move |t: &Replicas, live: &dyn BrokerLiveness, config: &Config| {
-        proposed(t.elect_master(&header, live, config.enable_elect_unclean_master))
-    })
 }

@@ -18,6 +18,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod node;
 pub mod notify;
+mod proposal;
 pub mod raft;
 pub mod replicas;
 pub mod server;
