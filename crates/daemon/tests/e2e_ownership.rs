@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{request, Broker, Conn, TestServer};
+use common::{request, write_accounts, Broker, Conn, TestServer};
 use remoting::signature::Credentials;
 use remoting::{RemotingCommand, RequestCode};
 
@@ -20,15 +18,6 @@ accounts:
 "#;
 
 const NO_PERMISSION: i32 = 16;
-
-fn write_accounts(path: &Path, text: &str) {
-    std::fs::write(path, text).expect("accounts file");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
-}
 
 fn signed(mut request: RemotingCommand, access_key: &str, secret: &str) -> RemotingCommand {
     Credentials::new(access_key, secret).sign(&mut request);
