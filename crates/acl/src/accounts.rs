@@ -8,6 +8,8 @@
 //!     role: broker                           # reader | broker | admin
 //!     whiteRemoteAddress: 192.168.0.0/16     # optional: one pattern, or a list
 //!     certificateCN: broker-a.example.com    # optional: a client certificate naming this account
+//!     clusters: [DefaultCluster]             # optional (broker role): the clusters it may act in
+//!     brokerNames: [broker-a, broker-a-*]    # optional (broker role): the groups it may act for
 //! ```
 
 use std::collections::HashMap;
@@ -19,6 +21,7 @@ use remoting::signature::SigningKey;
 use serde::Deserialize;
 
 use super::address::AddrPattern;
+use super::ownership::Ownership;
 use super::policy::Role;
 
 /// Why an accounts file cannot be used. Never shows a secret.
@@ -52,6 +55,8 @@ pub struct Account {
     pub role: Role,
     /// Where it may connect from; `None` means anywhere.
     white: Option<Vec<AddrPattern>>,
+    /// The broker groups it may act for (`clusters`, `brokerNames`).
+    pub ownership: Ownership,
 }
 
 impl std::fmt::Debug for Account {
@@ -60,6 +65,7 @@ impl std::fmt::Debug for Account {
             .field("access_key", &self.access_key)
             .field("role", &self.role)
             .field("white", &self.white)
+            .field("ownership", &self.ownership)
             .finish_non_exhaustive()
     }
 }
@@ -130,11 +136,17 @@ impl Accounts {
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
             };
+            let ownership = Ownership::parse(
+                entry.clusters.map(|l| l.into_iter().collect()),
+                entry.broker_names.map(|l| l.into_iter().collect()),
+            )
+            .map_err(|e| at(&e))?;
             let account = Arc::new(Account {
                 access_key: Arc::from(access_key.as_str()),
                 key: secret.as_deref().map(SigningKey::new),
                 role: entry.role,
                 white,
+                ownership,
             });
             if let Some(cn) = cn {
                 if accounts.by_cn.insert(cn.clone(), Arc::clone(&account)).is_some() {
@@ -161,6 +173,23 @@ impl Accounts {
     /// Whether unsigned requests from `ip` are accepted (`globalWhiteRemoteAddresses`).
     pub fn globally_allowed(&self, ip: IpAddr) -> bool {
         self.global_white.iter().any(|p| p.matches(ip))
+    }
+
+    /// The pairs of broker-role accounts (by access key, sorted) that may act for a common
+    /// broker group: one could overwrite or unregister the other's brokers.
+    pub fn overlapping_brokers(&self) -> Vec<(Arc<str>, Arc<str>)> {
+        let mut brokers: Vec<&Arc<Account>> =
+            self.by_key.values().filter(|a| a.role == Role::Broker).collect();
+        brokers.sort_by(|a, b| a.access_key.cmp(&b.access_key));
+        let mut pairs = Vec::new();
+        for (i, a) in brokers.iter().enumerate() {
+            for b in &brokers[i + 1..] {
+                if a.ownership.overlaps(&b.ownership) {
+                    pairs.push((Arc::clone(&a.access_key), Arc::clone(&b.access_key)));
+                }
+            }
+        }
+        pairs
     }
 
     /// How many accounts there are.
@@ -207,6 +236,10 @@ struct AccountModel {
     white_remote_address: Option<OneOrMany>,
     #[serde(default, rename = "certificateCN")]
     certificate_cn: Option<String>,
+    #[serde(default)]
+    clusters: Option<OneOrMany>,
+    #[serde(default)]
+    broker_names: Option<OneOrMany>,
 }
 
 /// A key or secret: text, or a YAML number, which is refused (YAML reads `012345` as 12345 or
@@ -317,6 +350,34 @@ accounts:
             assert!(err.contains(expected), "{text}: {err}");
             assert!(!err.contains("hunter2"), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn broker_accounts_that_may_act_for_a_common_group_are_named() {
+        let text = r#"
+accounts:
+  - {accessKey: broker-a, secretKey: a, role: broker, brokerNames: [bn-a, "bn-a-*"]}
+  - {accessKey: broker-b, secretKey: b, role: broker, brokerNames: bn-b}
+  - {accessKey: broker-c, secretKey: c, role: broker, clusters: [prod], brokerNames: ["*-2"]}
+  - {accessKey: ops, secretKey: o, role: admin}
+"#;
+        let accounts = Accounts::parse(text).expect("valid");
+        let pairs: Vec<(String, String)> = accounts
+            .overlapping_brokers()
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(pairs, [("broker-a".to_string(), "broker-c".to_string())]);
+        let open = Accounts::parse(
+            "accounts: [{accessKey: x, secretKey: a, role: broker}, {accessKey: y, secretKey: b, role: broker, brokerNames: bn-y}]",
+        )
+        .expect("valid");
+        assert_eq!(open.overlapping_brokers().len(), 1);
+        let err = Accounts::parse(
+            "accounts: [{accessKey: x, secretKey: a, role: broker, brokerNames: [' ']}]",
+        )
+        .expect_err("an empty list");
+        assert!(err.contains("brokerNames lists no pattern"), "{err}");
     }
 
     #[test]

@@ -131,17 +131,20 @@ pub enum Reason {
     AddressDenied,
     /// The address failed too often recently.
     RateLimited,
+    /// The account may not act for the broker group the request names.
+    NotOwner,
 }
 
 impl Reason {
     /// Every reason, in counter order.
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::NoSignature,
         Reason::UnknownAccessKey,
         Reason::BadSignature,
         Reason::RoleDenied,
         Reason::AddressDenied,
         Reason::RateLimited,
+        Reason::NotOwner,
     ];
 
     /// The label of the reason in logs and metrics.
@@ -153,6 +156,7 @@ impl Reason {
             Reason::RoleDenied => "role_denied",
             Reason::AddressDenied => "address_denied",
             Reason::RateLimited => "rate_limited",
+            Reason::NotOwner => "not_owner",
         }
     }
 }
@@ -206,7 +210,7 @@ fn stripe() -> usize {
 #[derive(Debug, Default)]
 pub struct Counters {
     accepted: [Stripe; STRIPES],
-    refused: [AtomicU64; 6],
+    refused: [AtomicU64; Reason::ALL.len()],
 }
 
 impl Counters {

@@ -21,6 +21,7 @@ mod address;
 pub mod audit;
 mod basic;
 mod failures;
+mod ownership;
 pub mod policy;
 mod reload;
 mod settings;
@@ -43,6 +44,7 @@ pub use failures::{
     Failures, Principal, Recorded, CAPACITY as FAILURE_CAPACITY, LIMIT as FAILURE_LIMIT,
     WINDOW as FAILURE_WINDOW,
 };
+pub use ownership::{NamePattern, NotOwned, Ownership};
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};
 pub use settings::{AuthMode, Settings};
@@ -79,6 +81,15 @@ pub enum Refusal {
         /// The client's address.
         ip: IpAddr,
     },
+    /// The account may not act for the broker group the request names (`clusters`,
+    /// `brokerNames` of the accounts file).
+    #[error("access denied: account {account} may not act for {group}")]
+    NotOwner {
+        /// The account.
+        account: Arc<str>,
+        /// The cluster and group the request named (clipped).
+        group: NotOwned,
+    },
     /// Too many failures of this access key (or of unsigned requests) from this address
     /// lately: refused without verifying anything until the window ends.
     #[error("access denied: too many failed attempts from {ip} ({who}); retry when the failure window ends")]
@@ -99,6 +110,7 @@ impl Refusal {
             Refusal::BadSignature => Reason::BadSignature,
             Refusal::RoleDenied { .. } => Reason::RoleDenied,
             Refusal::AddressDenied { .. } => Reason::AddressDenied,
+            Refusal::NotOwner { .. } => Reason::NotOwner,
             Refusal::RateLimited { .. } => Reason::RateLimited,
         }
     }
@@ -147,6 +159,7 @@ impl Auth {
         let path = settings.path.clone();
         let accounts = Accounts::load(&path)?;
         warn_if_world_readable(&path);
+        warn_overlapping_brokers(&accounts);
         info!(
             path = %path.display(),
             accounts = accounts.len(),
@@ -240,6 +253,38 @@ impl Auth {
         }
     }
 
+    /// Whether the account `who` stands for owns the broker group `request` names, for a
+    /// request needing broker access (call after [`Auth::check`] accepted it). An unsigned
+    /// request from an allowed address, an account with neither `clusters` nor `brokerNames`,
+    /// and a request naming no cluster or group pass. A refusal is counted and logged, not
+    /// counted against the address: the caller proved who it is.
+    pub fn check_owner(&self, who: &Who, request: &RemotingCommand) -> Result<(), Refusal> {
+        if access_of(request.code) != Access::Broker {
+            return Ok(());
+        }
+        let (Who::Account(key) | Who::Certificate(key)) = who else {
+            return Ok(());
+        };
+        let accounts = self.accounts.load();
+        let Some(account) = accounts.by_access_key(key) else {
+            return Ok(());
+        };
+        let Err(group) = account.ownership.permits(request) else {
+            return Ok(());
+        };
+        let refusal = Refusal::NotOwner { account: Arc::clone(key), group };
+        self.counters.refused(refusal.reason());
+        warn!(
+            target: audit::TARGET,
+            who = %who,
+            code = request.code,
+            reason = refusal.reason().label(),
+            remark = %refusal,
+            "refused"
+        );
+        Err(refusal)
+    }
+
     /// Counts and logs a refusal, and counts it against (`ip`, `principal`).
     fn refused(
         &self,
@@ -270,6 +315,18 @@ impl Auth {
             } else {
                 "refused"
             }
+        );
+    }
+}
+
+/// Warns for each pair of broker accounts that may act for a common broker group (start-up
+/// and reload).
+pub fn warn_overlapping_brokers(accounts: &Accounts) {
+    for (a, b) in accounts.overlapping_brokers() {
+        warn!(
+            first = %a,
+            second = %b,
+            "two broker accounts may act for the same broker group (give each its own clusters/brokerNames): either can overwrite or unregister the other's brokers"
         );
     }
 }

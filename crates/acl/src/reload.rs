@@ -58,6 +58,7 @@ impl Watcher {
             Ok(accounts) => {
                 warn_if_world_readable(path);
                 info!(path = %path.display(), accounts = accounts.len(), "accounts file reloaded");
+                crate::warn_overlapping_brokers(&accounts);
                 auth.replace_accounts(accounts);
             }
             Err(e) => {

@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{body_text, request, Broker, Conn, TestServer};
+use common::{body_text, request, write_accounts, Broker, Conn, TestServer};
 use namesrv::config::AuthMode;
 use remoting::signature::Credentials;
 use remoting::{RemotingCommand, RequestCode};
@@ -26,15 +26,6 @@ accounts:
 "#;
 
 const NO_PERMISSION: i32 = 16;
-
-fn write_accounts(path: &Path, text: &str) {
-    std::fs::write(path, text).expect("accounts file");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
-}
 
 async fn enforcing(mode: AuthMode) -> TestServer {
     let dir = tempfile::tempdir().expect("dir");

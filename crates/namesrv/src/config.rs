@@ -354,8 +354,8 @@ conf::config_struct! {
     /// (Java-compatible: every request accepted). Read once at start; 318 may not change it.
     authentication_enabled: Option<bool> = "authenticationEnabled", None;
     /// `authConfigPath`: the accounts file (YAML: `accounts` with `accessKey`, `secretKey`,
-    /// `role`, optional `whiteRemoteAddress` and `certificateCN`; optional
-    /// `globalWhiteRemoteAddresses`). Default `$HOME/namesrv/auth.yml`. Must exist and be valid
+    /// `role`, optional `whiteRemoteAddress`, `certificateCN`, and the `clusters` and
+    /// `brokerNames` a broker account may act for; optional `globalWhiteRemoteAddresses`). Default `$HOME/namesrv/auth.yml`. Must exist and be valid
     /// at start when authentication is on; re-read within a second of a change (a broken or
     /// removed file keeps the previous accounts). Read once at start; 318 may not change it.
     auth_config_path: Option<String> = "authConfigPath", None;

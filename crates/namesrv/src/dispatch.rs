@@ -50,7 +50,9 @@ pub fn admit(
         proxy: conn.proxy,
         certificate_cn: conn.certificate_cn.as_deref(),
     };
-    Ok(gate.check(caller, request, tokio::time::Instant::now)?)
+    let who = gate.check(caller, request, tokio::time::Instant::now)?;
+    gate.check_owner(&who, request)?;
+    Ok(who)
 }
 
 /// The answer to write for a request whose handling ended in `error` (e.g. a refusal by

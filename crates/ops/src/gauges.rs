@@ -216,7 +216,7 @@ impl StateGauges {
             );
             r.register(
                 "auth_refused",
-                "Requests access control refused with NO_PERMISSION, by reason (no_signature, unknown_access_key, bad_signature, role_denied, address_denied, rate_limited)",
+                "Requests access control refused with NO_PERMISSION, by reason (no_signature, unknown_access_key, bad_signature, role_denied, address_denied, rate_limited, not_owner)",
                 family("reason", refused),
             );
         }

@@ -640,3 +640,13 @@ impl Scrape {
             })
     }
 }
+
+/// Writes an accounts file readable by its owner only (a world-readable one is warned about).
+pub fn write_accounts(path: &std::path::Path, text: &str) {
+    std::fs::write(path, text).expect("accounts file");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+}
