@@ -24,15 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness.fixture import CACHE, Artifacts, Env, SetupError  # noqa: E402
 from harness.procs import Printer, Procs  # noqa: E402
-from harness.scenarios import RUN_ORDER, SCENARIOS, Ctx, Fail  # noqa: E402
-# After scenarios (ctrlmode imports scenarios' helpers; scenarios registers ctrlmode's).
-from harness.ctrlmode import CTRL_SCENARIOS, report as ctrl_report  # noqa: E402
-from harness.follow import FOLLOW_SCENARIOS  # noqa: E402
-from harness.image import IMAGE_SCENARIOS  # noqa: E402
-
-SCENARIOS.update(FOLLOW_SCENARIOS)
-SCENARIOS.update(IMAGE_SCENARIOS)
-RUN_ORDER = RUN_ORDER + [16, 17]
+from harness.checks import Ctx, Fail  # noqa: E402
+from harness.ctrlmode import report as ctrl_report  # noqa: E402
+from harness.scenarios import CONTROLLER_MODE, RUN_ORDER, SCENARIOS  # noqa: E402
 
 T0 = time.time()
 say = Printer(T0)
@@ -109,7 +103,7 @@ def main():
             needs += [lambda: artifacts.libdir("4"), lambda: artifacts.classes("4")]
         if 7 in order:
             needs.append(artifacts.go_client)
-        if any(n in order for n in CTRL_SCENARIOS):
+        if any(n in order for n in CONTROLLER_MODE):
             needs += [lambda: artifacts.libdir("c"), lambda: artifacts.classes("c")]
             artifacts.want_admin = True
             needs.append(artifacts.rust_mqadmin)

@@ -33,10 +33,12 @@ import re
 import threading
 import time
 
+from .checks import Fail
 from .ctrlgroup import CTRL_BROKER, CTRL_CLUSTER, CtrlWorld, scrape, topic_configs
 from .fixture import GEN_VERSION
+from .output import parse_result, tail
 from .procs import wait_until
-from .scenarios import RUN_TAG, Fail, create_topic, parse_result, tail
+from .topics import RUN_TAG, create_topic
 
 # kind -> {figure: value}, filled by the scenarios of this run, read by report().
 RESULTS = {}
@@ -525,25 +527,6 @@ class Run:
                 if p is not None:
                     self.env.procs.kill(p)
             self.w.stop()
-
-
-def s13_java_controller(env, c):
-    Run(env, c, "java").run()
-
-
-def s14_rust_controller(env, c):
-    Run(env, c, "rust").run()
-
-
-def s15_embedded_controller(env, c):
-    Run(env, c, "embedded").run()
-
-
-CTRL_SCENARIOS = {
-    13: ("Controller mode: Apache's ControllerStartup x3 (reference)", s13_java_controller),
-    14: ("Controller mode: our mqcontroller x3", s14_rust_controller),
-    15: ("Controller mode: nameservers under test with enableControllerInNamesrv x3", s15_embedded_controller),
-}
 
 
 def report(say, rundir):

@@ -760,3 +760,19 @@ def route_queues(rt):
     if not rt:
         return {}
     return {q["brokerName"]: q for q in rt.get("queueDatas") or []}
+
+
+def kv_get(addr, ns, key):
+    r = rm.call(addr, rm.GET_KV_CONFIG, {"namespace": ns, "key": key})
+    return r.code, (r.ext or {}).get("value")
+
+
+def namesrv_config(addr):
+    r = rm.call(addr, rm.GET_NAMESRV_CONFIG)
+    return rm.parse_properties(r.body_text()) if r.code == 0 else {}
+
+
+def live_brokers_registered(env, addr):
+    """True when the nameserver at addr lists every running broker at its address under its id."""
+    ci = cluster_info(addr)
+    return all(broker_addrs(ci, b.name, b.broker_id) == [b.addr] for b in env.brokers.values() if b.alive())

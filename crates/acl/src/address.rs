@@ -81,6 +81,33 @@ impl FromStr for AddrPattern {
     }
 }
 
+/// A comma-separated list of [`AddrPattern`]s (`proxyProtocolTrustedAddresses`): empty matches
+/// nothing, `*` everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddrList(Vec<AddrPattern>);
+
+impl AddrList {
+    /// Whether some pattern of the list matches `ip`.
+    pub fn matches(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|p| p.matches(ip))
+    }
+
+    /// Whether the list matches nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromStr for AddrList {
+    type Err = String;
+
+    /// Parses `a, b, c` (blank entries skipped); the error quotes the bad entry.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parts = text.split(',').map(str::trim).filter(|p| !p.is_empty());
+        parts.map(str::parse).collect::<Result<_, _>>().map(AddrList)
+    }
+}
+
 /// `a.b.c.d` where each part is a number, `*` or `lo-hi`.
 fn octets(text: &str) -> Option<AddrPattern> {
     let parts: Vec<&str> = text.split('.').collect();
@@ -145,6 +172,17 @@ mod tests {
         assert!(!p.matches(ip("192.168.1.77")));
         let p = pattern("10.1.1-5.*");
         assert!(p.matches(ip("10.1.5.0")) && !p.matches(ip("10.1.6.0")));
+    }
+
+    #[test]
+    fn lists_match_any_of_their_entries_and_empty_ones_nothing() {
+        let list: AddrList = " 127.0.0.1, 10.9.0.0/16 ,".parse().expect("list");
+        assert!(list.matches(ip("127.0.0.1")) && list.matches(ip("::ffff:10.9.3.4")));
+        assert!(!list.matches(ip("10.8.0.1")));
+        let empty: AddrList = "".parse().expect("empty");
+        assert!(empty.is_empty() && !empty.matches(ip("127.0.0.1")));
+        assert!("*".parse::<AddrList>().expect("any").matches(ip("::1")));
+        assert!("127.0.0.1,bad".parse::<AddrList>().expect_err("bad").contains("bad"));
     }
 
     #[test]

@@ -66,10 +66,12 @@ pub struct Touched<'a> {
 
 /// Writes the audit line of an accepted request with request code `code`, if it changes state
 /// ([`access_of`]); `touched` is called only then. `result` is the response code (`None` for a
-/// oneway request).
+/// oneway request). `peer` is the client address, `proxy` the TCP peer when it is another (a
+/// trusted proxy that named `peer` in a PROXY preface): the line then names both.
 pub fn record<'a>(
     who: &Who,
     peer: SocketAddr,
+    proxy: Option<SocketAddr>,
     code: i32,
     result: Option<i32>,
     touched: impl FnOnce() -> Touched<'a>,
@@ -86,15 +88,16 @@ pub fn record<'a>(
                 target: TARGET,
                 who = %who,
                 peer = %peer,
+                proxy = proxy.as_ref().map(tracing::field::display),
                 code,
                 request = ?request,
-                cluster = touched.cluster,
-                broker = touched.broker,
-                broker_addr = touched.broker_addr,
-                topic = touched.topic,
-                namespace = touched.namespace,
-                key = touched.key,
-                config_keys = touched.config_keys.as_deref(),
+                cluster = shown(touched.cluster),
+                broker = shown(touched.broker),
+                broker_addr = shown(touched.broker_addr),
+                topic = shown(touched.topic),
+                namespace = shown(touched.namespace),
+                key = shown(touched.key),
+                config_keys = shown(touched.config_keys.as_deref()),
                 result = %result,
                 "accepted"
             )
@@ -105,6 +108,12 @@ pub fn record<'a>(
     } else {
         line!(info);
     }
+}
+
+/// A field taken from the request, for the line: quoted, escaped and clipped
+/// ([`remoting::text::clip`]).
+fn shown(field: Option<&str>) -> Option<tracing::field::DisplayValue<remoting::text::Clipped<'_>>> {
+    field.map(|v| tracing::field::display(remoting::text::clip(v)))
 }
 
 /// Why a request was refused; one counter each.

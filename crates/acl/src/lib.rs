@@ -35,9 +35,12 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub use accounts::{Account, Accounts, AccountsError};
-pub use address::AddrPattern;
+pub use address::{AddrList, AddrPattern};
 pub use audit::{Accepted, Counters, Reason, Touched, Who};
-pub use failures::{Failures, Recorded, LIMIT as FAILURE_LIMIT, WINDOW as FAILURE_WINDOW};
+pub use failures::{
+    Failures, Principal, Recorded, CAPACITY as FAILURE_CAPACITY, LIMIT as FAILURE_LIMIT,
+    WINDOW as FAILURE_WINDOW,
+};
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};
 pub use settings::{AuthMode, Settings};
@@ -74,11 +77,14 @@ pub enum Refusal {
         /// The client's address.
         ip: IpAddr,
     },
-    /// Too many failures from this address lately.
-    #[error("access denied: too many failed attempts from {ip}; retry in a minute")]
+    /// Too many failures of this access key (or of unsigned requests) from this address
+    /// lately: refused without verifying anything until the window ends.
+    #[error("access denied: too many failed attempts from {ip} ({who}); retry when the failure window ends")]
     RateLimited {
         /// The client's address.
         ip: IpAddr,
+        /// Whose failures: the access key, unknown keys, or unsigned requests.
+        who: Principal,
     },
 }
 
@@ -99,8 +105,10 @@ impl Refusal {
 /// The connection facts a check needs.
 #[derive(Debug, Clone, Copy)]
 pub struct Caller<'a> {
-    /// The client's address (from a PROXY preface when there was one).
+    /// The client's address (from a trusted proxy's PROXY preface when there was one).
     pub peer: SocketAddr,
+    /// The TCP peer when it is not `peer` (the trusted proxy), named in the refusal lines.
+    pub proxy: Option<SocketAddr>,
     /// The subject CN of the client certificate, when one was presented and verified against
     /// `tls.server.trustCertPath`.
     pub certificate_cn: Option<&'a str>,
@@ -143,7 +151,11 @@ impl Auth {
             mode = ?settings.mode,
             "authentication enabled"
         );
-        Ok(Some(Auth::new(settings.mode, path, accounts)))
+        let mut auth = Auth::new(settings.mode, path, accounts);
+        if let Some(window) = settings.failure_window {
+            auth.failures = Failures::new(window, FAILURE_CAPACITY);
+        }
+        Ok(Some(auth))
     }
 
     /// A gate with these accounts (`path` is what the reloader watches).
@@ -184,8 +196,9 @@ impl Auth {
 
     /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
     /// its identity is not kept). Counts and logs a refusal, and counts it against the caller's
-    /// address. `now` reads the failure-window clock (only when some address is blocked or
-    /// a request is refused).
+    /// address and [`Principal`] (its access key, unknown keys, or unsigned): a pair that failed
+    /// too often is refused before any signature is verified. `now` reads the failure-window
+    /// clock (only when some pair is blocked or a request is refused).
     pub fn check(
         &self,
         caller: Caller<'_>,
@@ -199,87 +212,120 @@ impl Auth {
             return Ok(Who::Anonymous);
         }
         let ip = caller.peer.ip().to_canonical();
-        if self.failures.any_blocked() && self.failures.is_blocked(ip, now()) {
-            let refusal = Refusal::RateLimited { ip };
-            self.counters.refused(refusal.reason());
-            debug!(target: audit::TARGET, peer = %caller.peer, code = request.code, "refused: address blocked after repeated failures");
-            return Err(refusal);
+        let accounts = self.accounts.load();
+        let principal = principal_of(&accounts, caller, request);
+        if self.failures.any_blocked() && self.failures.is_blocked(ip, &principal, now()) {
+            self.counters.refused(Reason::RateLimited);
+            debug!(
+                target: audit::TARGET,
+                peer = %caller.peer,
+                proxy = caller.proxy.as_ref().map(tracing::field::display),
+                code = request.code,
+                principal = %principal,
+                "refused: blocked after repeated failures"
+            );
+            return Err(Refusal::RateLimited { ip, who: principal });
         }
-        match self.identify(caller, ip, request, access) {
+        match identify(&accounts, caller, ip, request, access) {
             Ok((who, how)) => {
                 self.counters.accepted(how);
                 Ok(who)
             }
             Err(refusal) => {
-                self.counters.refused(refusal.reason());
-                let access_key =
-                    request.ext(ACCESS_KEY).map(|k| k.chars().take(64).collect::<String>());
-                let now = now();
-                match self.failures.record(ip, now) {
-                    Recorded::Counted { failures } => warn!(
-                        target: audit::TARGET,
-                        peer = %caller.peer,
-                        code = request.code,
-                        access_key = ?access_key,
-                        reason = refusal.reason().label(),
-                        failures,
-                        "refused"
-                    ),
-                    Recorded::Blocked { until } => warn!(
-                        target: audit::TARGET,
-                        peer = %caller.peer,
-                        code = request.code,
-                        access_key = ?access_key,
-                        reason = refusal.reason().label(),
-                        failures = FAILURE_LIMIT,
-                        blocked_for_secs = until.saturating_duration_since(now).as_secs(),
-                        "refused; the address is blocked after repeated failures"
-                    ),
-                }
+                self.refused(caller, request, &refusal, ip, &principal, now());
                 Err(refusal)
             }
         }
     }
 
-    /// Who sent `request`: a signature first, then a client certificate, then an allowed address.
-    fn identify(
+    /// Counts and logs a refusal, and counts it against (`ip`, `principal`).
+    fn refused(
         &self,
         caller: Caller<'_>,
-        ip: IpAddr,
         request: &RemotingCommand,
-        access: Access,
-    ) -> Result<(Who, Accepted), Refusal> {
-        let accounts = self.accounts.load();
-        let (account, how) = if let Some(access_key) = request.ext(ACCESS_KEY) {
-            // Java: an AccessKey field means "signed" (DefaultAuthenticationContextBuilder).
-            let account = accounts.by_access_key(access_key).ok_or(Refusal::UnknownAccessKey)?;
-            let verified = account.key().is_some_and(|key| signature::verify(key, request));
-            if !verified {
-                return Err(Refusal::BadSignature);
+        refusal: &Refusal,
+        ip: IpAddr,
+        principal: &Principal,
+        now: Instant,
+    ) {
+        self.counters.refused(refusal.reason());
+        let access_key = request.ext(ACCESS_KEY).map(remoting::text::clip);
+        let blocked_for_secs = match self.failures.record(ip, principal, now) {
+            Recorded::Blocked { until } => Some(until.saturating_duration_since(now).as_secs()),
+            Recorded::Counted { .. } | Recorded::Full => None,
+        };
+        warn!(
+            target: audit::TARGET,
+            peer = %caller.peer,
+            proxy = caller.proxy.as_ref().map(tracing::field::display),
+            code = request.code,
+            access_key = access_key.map(tracing::field::display),
+            reason = refusal.reason().label(),
+            blocked_for_secs,
+            "{}",
+            if blocked_for_secs.is_some() {
+                "refused; this access key is blocked at this address after repeated failures"
+            } else {
+                "refused"
             }
-            (account, Accepted::Signature)
-        } else if let Some(account) =
-            caller.certificate_cn.and_then(|cn| accounts.by_certificate_cn(cn))
-        {
-            (account, Accepted::Certificate)
-        } else if accounts.globally_allowed(ip) {
-            return Ok((Who::Whitelisted, Accepted::Whitelisted));
-        } else {
-            return Err(Refusal::NoSignature { code: request.code });
-        };
-        if !account.allows_address(ip) {
-            return Err(Refusal::AddressDenied { ip });
-        }
-        if !account.role.allows(access) {
-            return Err(Refusal::RoleDenied { role: account.role.name(), code: request.code });
-        }
-        let who = match how {
-            _ if access == Access::Read => Who::Reader,
-            Accepted::Certificate => Who::Certificate(Arc::clone(&account.access_key)),
-            _ => Who::Account(Arc::clone(&account.access_key)),
-        };
-        Ok((who, how))
+        );
     }
+}
+
+/// Whose failures `request` counts towards: the account its access key (or, unsigned, its
+/// verified client certificate) names, unknown keys, or unsigned requests. Look-ups only: no
+/// signature is verified here.
+fn principal_of(accounts: &Accounts, caller: Caller<'_>, request: &RemotingCommand) -> Principal {
+    let account = match request.ext(ACCESS_KEY) {
+        Some(key) => match accounts.by_access_key(key) {
+            Some(account) => account,
+            None => return Principal::UnknownKey,
+        },
+        None => match caller.certificate_cn.and_then(|cn| accounts.by_certificate_cn(cn)) {
+            Some(account) => account,
+            None => return Principal::Unsigned,
+        },
+    };
+    Principal::Account(Arc::clone(&account.access_key))
+}
+
+/// Who sent `request`: a signature first, then a client certificate, then an allowed address.
+fn identify(
+    accounts: &Accounts,
+    caller: Caller<'_>,
+    ip: IpAddr,
+    request: &RemotingCommand,
+    access: Access,
+) -> Result<(Who, Accepted), Refusal> {
+    let (account, how) = if let Some(access_key) = request.ext(ACCESS_KEY) {
+        // Java: an AccessKey field means "signed" (DefaultAuthenticationContextBuilder).
+        let account = accounts.by_access_key(access_key).ok_or(Refusal::UnknownAccessKey)?;
+        let verified = account.key().is_some_and(|key| signature::verify(key, request));
+        if !verified {
+            return Err(Refusal::BadSignature);
+        }
+        (account, Accepted::Signature)
+    } else if let Some(account) =
+        caller.certificate_cn.and_then(|cn| accounts.by_certificate_cn(cn))
+    {
+        (account, Accepted::Certificate)
+    } else if accounts.globally_allowed(ip) {
+        return Ok((Who::Whitelisted, Accepted::Whitelisted));
+    } else {
+        return Err(Refusal::NoSignature { code: request.code });
+    };
+    if !account.allows_address(ip) {
+        return Err(Refusal::AddressDenied { ip });
+    }
+    if !account.role.allows(access) {
+        return Err(Refusal::RoleDenied { role: account.role.name(), code: request.code });
+    }
+    let who = match how {
+        _ if access == Access::Read => Who::Reader,
+        Accepted::Certificate => Who::Certificate(Arc::clone(&account.access_key)),
+        _ => Who::Account(Arc::clone(&account.access_key)),
+    };
+    Ok((who, how))
 }
 
 /// Warns when every user of the machine may read the accounts file (it holds secrets).

@@ -4,6 +4,7 @@
 //! crate reads no configuration itself.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Which requests must be authenticated when access control is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,4 +45,6 @@ pub struct Settings {
     pub mode: AuthMode,
     /// The accounts file (YAML), read at start and watched for changes.
     pub path: PathBuf,
+    /// How long ten failures of one (address, access key) pair block it; `None`: 60 s.
+    pub failure_window: Option<Duration>,
 }

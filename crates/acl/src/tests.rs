@@ -21,7 +21,7 @@ fn gate(mode: AuthMode) -> Auth {
 }
 
 fn caller(peer: &str) -> Caller<'static> {
-    Caller { peer: peer.parse().expect("addr"), certificate_cn: None }
+    Caller { peer: peer.parse().expect("addr"), proxy: None, certificate_cn: None }
 }
 
 fn request(code: C) -> RemotingCommand {
@@ -160,7 +160,7 @@ fn unsigned_requests_from_a_global_white_address_are_accepted() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn repeated_failures_block_the_address_even_for_a_right_signature_until_the_window_ends() {
+async fn repeated_failures_block_the_key_at_the_address_even_for_a_right_signature() {
     let auth = gate(AuthMode::Writes);
     let attacker = caller("127.0.0.1:6000");
     let ip: IpAddr = "127.0.0.1".parse().expect("ip");
@@ -169,17 +169,24 @@ async fn repeated_failures_block_the_address_even_for_a_right_signature_until_th
         assert_eq!(auth.check(attacker, &guess, Instant::now), Err(Refusal::BadSignature));
     }
     let right = signed(C::PutKvConfig, "ops", "ops-secret");
-    assert_eq!(auth.check(attacker, &right, Instant::now), Err(Refusal::RateLimited { ip }));
+    let blocked = Refusal::RateLimited { ip, who: crate::Principal::Account("ops".into()) };
+    assert_eq!(auth.check(attacker, &right, Instant::now), Err(blocked));
     assert_eq!(
         auth.check(attacker, &request(C::GetRouteinfoByTopic), Instant::now),
         Ok(Who::Anonymous),
         "open reads are not blocked"
+    );
+    assert_eq!(
+        auth.check(attacker, &request(C::PutKvConfig), Instant::now),
+        Err(Refusal::NoSignature { code: request(C::PutKvConfig).code }),
+        "unsigned requests from the address are checked as before"
     );
     assert!(auth.check(caller("127.0.0.2:1"), &right, Instant::now).is_ok(), "others are not");
     tokio::time::advance(FAILURE_WINDOW).await;
     assert_eq!(auth.check(attacker, &right, Instant::now), Ok(Who::Account("ops".into())));
     assert_eq!(auth.counters.refused_count(Reason::BadSignature), u64::from(FAILURE_LIMIT));
     assert_eq!(auth.counters.refused_count(Reason::RateLimited), 1);
+    assert_eq!(auth.counters.refused_count(Reason::NoSignature), 1);
     assert_eq!(auth.counters.accepted_count(Accepted::Signature), 2);
 }
 

@@ -115,6 +115,16 @@ impl Value for Option<String> {
     }
 }
 
+impl Value for Option<i64> {
+    const TYPE: &'static str = "long";
+    fn parse(raw: &str) -> Result<Self, &'static str> {
+        <i64 as Value>::parse(raw).map(Some)
+    }
+    fn render(&self) -> Option<String> {
+        self.map(|n| n.to_string())
+    }
+}
+
 impl Value for Option<bool> {
     const TYPE: &'static str = "boolean";
     fn parse(raw: &str) -> Result<Self, &'static str> {

@@ -35,7 +35,12 @@ where
             let config = Config::load(config_file.as_deref())?;
             if print {
                 let mut text = config.load_message().map(|m| m + "\n").unwrap_or_default();
-                text.push_str(&config.to_print_text());
+                // The trusted proxies as in force (their default depends on
+                // authenticationEnabled), not as unset.
+                let unset = "proxyProtocolTrustedAddresses=\n";
+                let effective =
+                    format!("proxyProtocolTrustedAddresses={}\n", config.trusted_proxies_text());
+                text.push_str(&config.to_print_text().replacen(unset, &effective, 1));
                 if let Some(controller) = crate::embedded::controller_config(&config)? {
                     // Java prints the controller's keys too when it is embedded; its HTTP keys
                     // are the nameserver's there (listed above).

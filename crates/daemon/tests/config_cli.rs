@@ -77,6 +77,29 @@ fn print_config_item_after_config_file_shows_file_values() {
 }
 
 #[test]
+fn print_config_item_shows_the_trusted_proxies_in_force() {
+    let text = print_text(cli(&["-p"]).expect("-p"));
+    assert!(text.lines().any(|l| l == "proxyProtocolTrustedAddresses=*"), "off: any\n{text}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let auth = dir.path().join("auth.yml");
+    std::fs::write(&auth, "accounts: []\n").expect("accounts");
+    let on = format!("authenticationEnabled=true\nauthConfigPath={}\n", auth.display());
+    let path = write_config(&dir, &on);
+    let text = print_text(cli(&["-c", path_arg(&path), "-p"]).expect("-c -p"));
+    assert!(text.lines().any(|l| l == "proxyProtocolTrustedAddresses="), "on: none\n{text}");
+    let path =
+        write_config(&dir, &format!("{on}proxyProtocolTrustedAddresses=10.0.0.5, 10.8.0.0/16\n"));
+    let text = print_text(cli(&["-c", path_arg(&path), "-p"]).expect("-c -p"));
+    assert!(
+        text.lines().any(|l| l == "proxyProtocolTrustedAddresses=10.0.0.5, 10.8.0.0/16"),
+        "{text}"
+    );
+    let path = write_config(&dir, "proxyProtocolTrustedAddresses=10.0.0.0/40\n");
+    let err = cli(&["-c", path_arg(&path)]).expect_err("bad CIDR");
+    assert!(format!("{err:#}").contains("proxyProtocolTrustedAddresses"), "{err:#}");
+}
+
+#[test]
 fn help_prints_java_style_usage() {
     let CliAction::Help(text) = cli(&["-h", "-c", "/does/not/exist"]).expect("-h") else {
         panic!("expected Help");

@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
+use common::captured::Captured;
 use common::{request, TestServer};
 use namesrv::config::AuthMode;
 use remoting::signature::Credentials;
@@ -33,36 +32,10 @@ async fn enforcing(accounts: &str) -> TestServer {
     .await
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn accepted_writes_and_refusals_leave_an_audit_trail_without_secrets() {
     let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .with_env_filter("audit=info")
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = tracing::subscriber::set_default(captured.subscriber("audit=info"));
     let server =
         enforcing("accounts: [{accessKey: ops, secretKey: ops-secret-1, role: admin}]").await;
     let mut conn = server.connect().await;
@@ -73,7 +46,7 @@ async fn accepted_writes_and_refusals_leave_an_audit_trail_without_secrets() {
     drop(conn);
     drop(server);
 
-    let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    let text = captured.text();
     let accepted = text
         .lines()
         .find(|l| l.contains("key=\"audited-key\"") && l.contains("accepted"))

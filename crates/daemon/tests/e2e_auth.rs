@@ -192,6 +192,24 @@ async fn wrong_secret_changed_body_foreign_address_and_reader_writes_are_refused
     assert!(conn.route("TopicEvil").await.is_none());
 }
 
+/// A RocketMQ signature covers the ext-field values and the body, not the request code (#21,
+/// finding 8): a reader's signed GET_KV_CONFIG resent as DELETE_KV_CONFIG still verifies, and
+/// it is the role rule that refuses it.
+#[tokio::test]
+async fn a_readers_signed_get_resent_as_a_delete_is_refused_by_its_role() {
+    let server = enforcing(AuthMode::All).await;
+    let mut conn = server.connect().await;
+    seed(&mut conn).await;
+    let get = request(RequestCode::GetKvConfig, &[("namespace", "NS"), ("key", "k1")], None);
+    let mut get = signed(get, "viewer", "viewer-secret-1");
+    assert_eq!(conn.call(get.clone()).await.code, 0, "the signed read is served");
+    get.code = RequestCode::DeleteKvConfig.to_i32();
+    let resp = conn.call(get).await;
+    assert_refused(&resp, "role reader may not send request code 102");
+    let kv = std::fs::read_to_string(server.dir.path().join("kvConfig.json")).expect("kv file");
+    assert!(kv.contains("k1"), "not deleted: {kv}");
+}
+
 #[tokio::test]
 async fn a_refused_oneway_unregistration_is_not_applied() {
     let server = enforcing(AuthMode::Writes).await;

@@ -2,6 +2,7 @@
 //! writer. Each stops on shutdown. (The certificate and accounts file watchers belong to
 //! `transport` and `acl`; the daemon runs them.)
 
+use remoting::text::clip;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
         tokio::select! {
             _ = ticker.tick() => {
                 for request in state.routes.expire_inactive(state.now_ms()) {
-                    info!(broker = %request.broker_addr, cluster = %request.cluster_name, "the broker channel expired");
+                    info!(broker = %clip(&request.broker_addr), cluster = %clip(&request.cluster_name), "the broker channel expired");
                     if let Some(fence) = request.fence {
                         state.close_connection(fence.conn());
                     }

@@ -363,6 +363,22 @@ conf::config_struct! {
     /// authenticated; route, cluster, topic, KV and config reads stay open) or `all` (every
     /// request). Read once at start; 318 may not change it.
     authentication_mode: Option<String> = "authenticationMode", None;
+    /// `proxyProtocolTrustedAddresses`: the TCP peers (load balancers) whose PROXY v1/v2
+    /// preface is honoured, comma-separated IPs and CIDR blocks (`10.0.0.5, 10.8.0.0/16`) or `*`
+    /// for any, in the accounts file's address syntax. From a peer not listed, a connection
+    /// that starts with a preface is closed before any request is read
+    /// (`connections_refused_total{reason="untrusted_proxy"}`). The client address every
+    /// address rule, failure window, audit line and metric uses is the preface's source when
+    /// the peer is trusted, else the TCP peer. Unset: `*` while `authenticationEnabled=false`
+    /// (Java honours every preface; the address only names the peer), empty (no proxy trusted)
+    /// while it is true; `-p` prints the value in force. Read once at start; 318 may not change it.
+    proxy_protocol_trusted_addresses: Option<String> = "proxyProtocolTrustedAddresses", None;
+    /// `authFailureWindowSeconds`: with access control on, ten failed requests of one access
+    /// key (or of unsigned requests, or of unknown keys) from one client address within this
+    /// many seconds block that pair, and only that pair, until the window ends: its requests
+    /// are refused with `too many failed attempts` without any signature being verified.
+    /// Unset: 60. Read once at start; 318 may not change it.
+    auth_failure_window_seconds: Option<i64> = "authFailureWindowSeconds", None;
     }
 }
 
@@ -398,6 +414,7 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("registerBodyMaxInflatedBytes", 64 * 1024, i64::MAX),
     ("registerBrokerMaxTopics", 1, i32::MAX as i64),
     ("kvConfigMaxValueBytes", 1, i32::MAX as i64),
+    ("authFailureWindowSeconds", 1, 86_400),
 ];
 
 /// Keys whose value must be at least another key's: (key, the key it may not be below).
@@ -446,7 +463,7 @@ const ZERO_IS_OFF: &[&str] = &["serverChannelMaxIdleTimeSeconds", "serverFrameTi
 /// access-control keys (a remote request must not be able to turn checking off or point it at
 /// another accounts file).
 /// Java: `DefaultRequestProcessor#initConfigBlackList`
-pub const FIXED_BLACK_LIST: [&str; 8] = [
+pub const FIXED_BLACK_LIST: [&str; 10] = [
     "configBlackList",
     "configStorePath",
     "kvConfigPath",
@@ -455,6 +472,8 @@ pub const FIXED_BLACK_LIST: [&str; 8] = [
     "authenticationEnabled",
     "authConfigPath",
     "authenticationMode",
+    "proxyProtocolTrustedAddresses",
+    "authFailureWindowSeconds",
 ];
 
 pub use acl::AuthMode;
@@ -492,6 +511,10 @@ impl Config {
                     "expected writes or all",
                 ));
             }
+        }
+        if let Err(why) = self.trusted_proxies_text().parse::<acl::AddrList>() {
+            let value = self.trusted_proxies_text();
+            return Err(invalid("proxyProtocolTrustedAddresses", &value, &why));
         }
         if self.bind_address.is_empty() {
             return Err(conf::table::invalid(
@@ -593,7 +616,27 @@ impl Config {
             enabled: self.authentication_on(),
             mode: self.auth_mode(),
             path: self.auth_file(),
+            failure_window: self
+                .auth_failure_window_seconds
+                .and_then(|secs| u64::try_from(secs).ok())
+                .map(std::time::Duration::from_secs),
         }
+    }
+
+    /// `proxyProtocolTrustedAddresses` in force: as set, else `*` with access control off and
+    /// empty with it on.
+    pub fn trusted_proxies_text(&self) -> String {
+        match &self.proxy_protocol_trusted_addresses {
+            Some(text) => text.clone(),
+            None if self.authentication_on() => String::new(),
+            None => "*".to_owned(),
+        }
+    }
+
+    /// The peers whose PROXY preface is honoured (a bad list never gets past
+    /// [`Config::validate`]; it then trusts nobody).
+    pub fn trusted_proxies(&self) -> acl::AddrList {
+        self.trusted_proxies_text().parse().unwrap_or_default()
     }
 
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
@@ -693,12 +736,14 @@ mod tests {
             [
                 "a",
                 "authConfigPath",
+                "authFailureWindowSeconds",
                 "authenticationEnabled",
                 "authenticationMode",
                 "b",
                 "configBlackList",
                 "configStorePath",
                 "kvConfigPath",
+                "proxyProtocolTrustedAddresses",
                 "rocketmqHome",
                 "routeSnapshotPath"
             ]

@@ -45,7 +45,11 @@ pub fn admit(
     if request.is_response() {
         return Ok(Who::Anonymous);
     }
-    let caller = Caller { peer: conn.peer, certificate_cn: conn.certificate_cn.as_deref() };
+    let caller = Caller {
+        peer: conn.peer,
+        proxy: conn.proxy,
+        certificate_cn: conn.certificate_cn.as_deref(),
+    };
     Ok(gate.check(caller, request, tokio::time::Instant::now)?)
 }
 
@@ -137,7 +141,7 @@ pub async fn dispatch_admitted(
 /// The audit line of an accepted request (written only for requests that change state): what
 /// it touched, read from its fields.
 fn audit(who: &Who, conn: &ConnCtx, request: &RemotingCommand, result: Option<i32>) {
-    acl::audit::record(who, conn.peer, request.code, result, || {
+    acl::audit::record(who, conn.peer, conn.proxy, request.code, result, || {
         let code = C::from_i32(request.code);
         let field = |name: &str| request.ext(name);
         Touched {

@@ -86,22 +86,29 @@ impl NewEvent {
             broker_addr: None,
             broker_id: None,
             topic: None,
-            detail: detail.into(),
+            detail: {
+                let detail: String = detail.into();
+                if detail.len() > remoting::text::KEEP_BYTES {
+                    remoting::text::kept(&detail)
+                } else {
+                    detail
+                }
+            },
         }
     }
 
-    /// This event about a broker.
+    /// This event about a broker (wire strings cut to [`remoting::text::KEEP_BYTES`]).
     pub fn broker(mut self, cluster: &str, name: &str, addr: &str, id: Option<i64>) -> Self {
-        self.cluster = Some(cluster.to_owned());
-        self.broker_name = Some(name.to_owned());
-        self.broker_addr = Some(addr.to_owned());
+        self.cluster = Some(remoting::text::kept(cluster));
+        self.broker_name = Some(remoting::text::kept(name));
+        self.broker_addr = Some(remoting::text::kept(addr));
         self.broker_id = id;
         self
     }
 
     /// This event about a topic.
     pub fn topic(mut self, topic: &str) -> Self {
-        self.topic = Some(topic.to_owned());
+        self.topic = Some(remoting::text::kept(topic));
         self
     }
 }

@@ -45,6 +45,10 @@ pub enum StateError {
 /// Blocking (file I/O).
 pub fn build_state(config: Config, auth: Option<Arc<acl::Auth>>) -> Result<Arc<State>, StateError> {
     config.validate()?;
+    tracing::info!(
+        trusted = %config.trusted_proxies_text(),
+        "PROXY prefaces honoured from these peers (proxyProtocolTrustedAddresses)"
+    );
     let kv = kv::KvStore::load(&config.kv_config_path)?;
     let mut state = State::new(Arc::new(SharedConfig::new(config)), kv);
     state.auth = auth;

@@ -80,6 +80,29 @@ impl Cap {
 /// second); the line says how many triggers it stands for.
 const LOG_EVERY_MS: u64 = 1000;
 
+/// A log line for an event that an attacker can repeat at will: at most one per
+/// [`LOG_EVERY_MS`], saying how many events it stands for.
+#[derive(Debug, Default)]
+pub struct Throttled {
+    count: AtomicU64,
+    logged_count: AtomicU64,
+    logged_at_ms: AtomicU64,
+}
+
+impl Throttled {
+    /// Counts one event at `now_ms`; `Some(events since the last line)` when a line is due.
+    pub fn due(&self, now_ms: u64) -> Option<u64> {
+        let total = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        let last = self.logged_at_ms.load(Ordering::Relaxed);
+        let due = total == 1 || now_ms.saturating_sub(last) >= LOG_EVERY_MS;
+        (due && self
+            .logged_at_ms
+            .compare_exchange(last, now_ms.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok())
+        .then(|| total - self.logged_count.swap(total, Ordering::Relaxed))
+    }
+}
+
 /// The shared state of the resource caps (one per server, in `State`).
 #[derive(Debug, Default)]
 pub struct Limits {
@@ -93,6 +116,8 @@ pub struct Limits {
     /// clock), packed as two u64s.
     logged_count: [AtomicU64; Cap::ALL.len()],
     logged_at_ms: [AtomicU64; Cap::ALL.len()],
+    /// PROXY prefaces refused from peers not trusted (`proxyProtocolTrustedAddresses`).
+    pub untrusted_proxy: Throttled,
 }
 
 impl Limits {

@@ -154,8 +154,13 @@ async fn accept_one(
         debug!(%peer, error = %e, "set_nodelay failed");
     }
     let (id, close) = state.open_connection();
-    let negotiated =
-        transport::accept(tcp, peer, &tls, state.idle_timeout(), transport::HANDSHAKE_TIMEOUT);
+    let preface = if state.trusted_proxies.matches(peer.ip()) {
+        transport::Preface::Honoured
+    } else {
+        transport::Preface::Refused
+    };
+    let (idle, handshake) = (state.idle_timeout(), transport::HANDSHAKE_TIMEOUT);
+    let negotiated = transport::accept(tcp, peer, preface, &tls, idle, handshake);
     match negotiated.await {
         Ok(negotiated) => {
             let metrics = &state.metrics;
@@ -163,6 +168,7 @@ async fn accept_one(
             metrics.connection_opened(kind);
             let ctx = ConnCtx {
                 certificate_cn: negotiated.certificate_cn.map(Arc::from),
+                proxy: (negotiated.tcp_peer != negotiated.peer).then_some(negotiated.tcp_peer),
                 ..ConnCtx::new(id, negotiated.peer, close)
             };
             let counters = metrics
@@ -174,6 +180,15 @@ async fn accept_one(
         }
         Err(e) => {
             state.metrics.connection_refused(e.reason());
+            if matches!(e, transport::TransportError::UntrustedProxy) {
+                if let Some(since) = state.limits.untrusted_proxy.due(state.uptime_ms()) {
+                    warn!(
+                        %peer,
+                        refused = since,
+                        "PROXY preface from a peer not in proxyProtocolTrustedAddresses; closed"
+                    );
+                }
+            }
             debug!(%peer, error = %e, "connection refused during negotiation");
         }
     }

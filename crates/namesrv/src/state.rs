@@ -21,8 +21,10 @@ use crate::route::{ConnId, Routes, UnregisterRequest};
 pub struct ConnCtx {
     /// The connection's identity, recorded with broker registrations (liveness fencing).
     pub id: ConnId,
-    /// The client's address (from a PROXY preface when there was one).
+    /// The client's address (from a trusted proxy's PROXY preface when there was one).
     pub peer: SocketAddr,
+    /// The TCP peer when it is not `peer` (the trusted proxy that named `peer`).
+    pub proxy: Option<SocketAddr>,
     /// Notified when the server wants this connection closed (its broker expired).
     pub close: Arc<tokio::sync::Notify>,
     /// The subject CN of the client's TLS certificate, when it presented one that was verified
@@ -33,7 +35,7 @@ pub struct ConnCtx {
 impl ConnCtx {
     /// A plain connection (no client certificate).
     pub fn new(id: ConnId, peer: SocketAddr, close: Arc<tokio::sync::Notify>) -> Self {
-        ConnCtx { id, peer, close, certificate_cn: None }
+        ConnCtx { id, peer, proxy: None, close, certificate_cn: None }
     }
 }
 
@@ -76,6 +78,9 @@ pub struct State {
     readiness: AtomicU8,
     /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
     pub auth: Option<Arc<acl::Auth>>,
+    /// The TCP peers whose PROXY preface is honoured (`proxyProtocolTrustedAddresses`, read at
+    /// start).
+    pub trusted_proxies: acl::AddrList,
     unregister_tx: mpsc::Sender<QueuedUnregister>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     started: tokio::time::Instant,
@@ -116,6 +121,7 @@ impl State {
             remoting_addr: std::sync::OnceLock::new(),
             readiness: AtomicU8::new(Readiness::Starting as u8),
             auth: None,
+            trusted_proxies: snapshot.trusted_proxies(),
             unregister_tx,
             unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
             started: tokio::time::Instant::now(),
@@ -249,7 +255,7 @@ impl State {
         match self.unregister_tx.try_send((request, reason)) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full((r, _))) => {
-                warn!(broker = %r.broker_addr, "unregistration queue full");
+                warn!(broker = %remoting::text::clip(&r.broker_addr), "unregistration queue full");
                 false
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -272,7 +278,7 @@ impl State {
             return;
         }
         for request in self.routes.on_connection_closed(id) {
-            debug!(broker = %request.broker_addr, "connection closed; unregistering broker");
+            debug!(broker = %remoting::text::clip(&request.broker_addr), "connection closed; unregistering broker");
             self.submit_unregister(request, RemovalReason::ConnectionClosed);
         }
     }

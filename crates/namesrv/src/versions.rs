@@ -1,5 +1,6 @@
 //! The RocketMQ version each live broker last registered with (the `version` of its
-//! REGISTER_BROKER), for the operations API; entries go when the broker is removed.
+//! REGISTER_BROKER), for the operations API; entries go when the broker is removed, and a
+//! registration that leaves no live broker (fenced by a newer stateVersion) keeps none.
 
 use std::collections::HashMap;
 
@@ -22,6 +23,16 @@ impl BrokerVersions {
     /// The version a broker registered with.
     pub fn get(&self, cluster: &str, addr: &str) -> Option<i32> {
         self.0.lock().get(&(cluster.to_owned(), addr.to_owned())).copied()
+    }
+
+    /// Brokers whose version is kept.
+    pub fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Forgets a removed broker.

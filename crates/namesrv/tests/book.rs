@@ -87,7 +87,9 @@ fn keys_an_update_may_not_change_are_documented_as_refused() {
             "httpBindAddress",
             "authenticationEnabled",
             "authConfigPath",
-            "authenticationMode"
+            "authenticationMode",
+            "proxyProtocolTrustedAddresses",
+            "authFailureWindowSeconds"
         ]
     );
     assert_eq!(infos.len(), Config::KEYS.len());

@@ -10,6 +10,7 @@ pub mod frame;
 pub mod header;
 pub mod headers;
 pub mod signature;
+pub mod text;
 
 pub use code::{version, LanguageCode, RequestCode, ResponseCode};
 pub use command::{ExtFields, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};

@@ -98,8 +98,11 @@ pub type BoxedStream = Pin<Box<dyn AsyncStream>>;
 pub struct Negotiated {
     /// The stream; its first byte is the first byte of the first frame.
     pub stream: BoxedStream,
-    /// The client address: the PROXY source when a preface carried one, else the TCP peer.
+    /// The client address: the PROXY source when a trusted proxy's preface carried one, else
+    /// the TCP peer.
     pub peer: SocketAddr,
+    /// The TCP peer (the proxy, when `peer` came from a preface).
+    pub tcp_peer: SocketAddr,
     /// Whether the stream is TLS.
     pub tls: bool,
     /// The subject CN of the client certificate, when one was presented and verified against
@@ -132,6 +135,10 @@ pub enum TransportError {
     /// A malformed PROXY header.
     #[error("malformed PROXY header: {0}")]
     Proxy(#[from] ProxyError),
+    /// A PROXY preface from a peer that is not a trusted proxy (`proxyProtocolTrustedAddresses`):
+    /// closed before any request is read, so the peer cannot name another client address.
+    #[error("PROXY preface from a peer that is not a trusted proxy")]
+    UntrustedProxy,
     /// A TLS ClientHello while `tls.server.mode` is `disabled`.
     #[error("TLS connection refused: tls.server.mode is disabled")]
     TlsDisabled,
@@ -156,6 +163,7 @@ impl TransportError {
             Self::Closed => "closed",
             Self::Timeout(_) => "timeout",
             Self::Proxy(_) => "bad_proxy_header",
+            Self::UntrustedProxy => "untrusted_proxy",
             Self::TlsDisabled => "tls_disabled",
             Self::PlaintextRefused => "plaintext_refused",
             Self::NoTlsContext => "no_tls_context",
@@ -171,6 +179,7 @@ impl TransportError {
 pub async fn accept(
     tcp: TcpStream,
     peer: SocketAddr,
+    proxy: Preface,
     tls: &TlsContext,
     idle: Option<Duration>,
     handshake_timeout: Duration,
@@ -184,10 +193,21 @@ pub async fn accept(
         },
         None => drop(first_byte.await?),
     }
-    negotiate(tcp, peer, tls, handshake_timeout).await
+    negotiate(tcp, peer, proxy, tls, handshake_timeout).await
 }
 
-/// Sets up an accepted connection: an optional PROXY v1/v2 preface, then TLS when the first data
+/// Whether a PROXY preface is honoured from this TCP peer: the caller decides (it holds the
+/// trusted-proxy list, `proxyProtocolTrustedAddresses`) before the first byte is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preface {
+    /// The peer is a trusted proxy: a preface's source becomes the client address.
+    Honoured,
+    /// Any other peer: a preface closes the connection ([`TransportError::UntrustedProxy`]).
+    Refused,
+}
+
+/// Sets up an accepted connection: an optional PROXY v1/v2 preface (only from a trusted proxy,
+/// `proxy`; from any other peer the connection is refused before anything else is read), then TLS when the first data
 /// byte is `0x16` (refused when the mode is `disabled`), else plaintext (refused when `enforcing`).
 ///
 /// Bytes read while detecting are replayed to the returned stream. The whole set-up is bounded by
@@ -196,27 +216,33 @@ pub async fn accept(
 pub async fn negotiate(
     tcp: TcpStream,
     peer: SocketAddr,
+    proxy: Preface,
     tls: &TlsContext,
     handshake_timeout: Duration,
 ) -> Result<Negotiated, TransportError> {
-    tokio::time::timeout(handshake_timeout, negotiate_untimed(tcp, peer, tls))
+    tokio::time::timeout(handshake_timeout, negotiate_untimed(tcp, peer, proxy, tls))
         .await
         .unwrap_or(Err(TransportError::Timeout(handshake_timeout)))
 }
 
 async fn negotiate_untimed(
     mut tcp: TcpStream,
-    mut peer: SocketAddr,
+    tcp_peer: SocketAddr,
+    proxy: Preface,
     tls: &TlsContext,
 ) -> Result<Negotiated, TransportError> {
+    let mut peer = tcp_peer;
     let first = peek_byte(&tcp).await?;
     let mut replay = Bytes::new();
     let mut proxied = false;
     let first = match proxy::decode(&[first])? {
         proxy::Decoded::NotProxy => first,
         _ => {
-            proxied = true;
             let (header, rest) = read_proxy(&mut tcp).await?;
+            if header.is_some() && proxy == Preface::Refused {
+                return Err(TransportError::UntrustedProxy);
+            }
+            proxied = header.is_some();
             if let Some(source) = header.and_then(|h| h.source) {
                 tracing::debug!(tcp_peer = %peer, %source, "PROXY preface");
                 peer = source;
@@ -246,14 +272,14 @@ async fn negotiate_untimed(
             let cn = verified.then(|| tls::client_cn(tls_stream.get_ref().1)).flatten();
             (Box::pin(UncleanEof::new(tls_stream)), cn)
         };
-        return Ok(Negotiated { stream, peer, tls: true, proxied, certificate_cn });
+        return Ok(Negotiated { stream, peer, tcp_peer, tls: true, proxied, certificate_cn });
     }
     if tls.mode() == TlsMode::Enforcing {
         return Err(TransportError::PlaintextRefused);
     }
     let stream: BoxedStream =
         if replay.is_empty() { Box::pin(tcp) } else { Box::pin(Rewind::new(replay, tcp)) };
-    Ok(Negotiated { stream, peer, tls: false, proxied, certificate_cn: None })
+    Ok(Negotiated { stream, peer, tcp_peer, tls: false, proxied, certificate_cn: None })
 }
 
 /// Waits for the first unread byte without consuming it.

@@ -58,7 +58,15 @@ impl EchoServer {
                 let ctx = ctx.clone();
                 let tx = tx.clone();
                 tokio::spawn(async move {
-                    match negotiate(tcp, peer, &ctx, handshake_timeout).await {
+                    match negotiate(
+                        tcp,
+                        peer,
+                        ::transport::Preface::Honoured,
+                        &ctx,
+                        handshake_timeout,
+                    )
+                    .await
+                    {
                         Ok(n) => {
                             let _ = tx.send(Ok((n.peer, n.tls, n.certificate_cn)));
                             let mut stream = n.stream;

@@ -1,6 +1,7 @@
 //! Test harness: a nameserver on 127.0.0.1:0 in this process, and a raw remoting connection.
 #![allow(dead_code)]
 
+pub mod captured;
 pub mod controllers;
 pub mod exposition;
 /// Test certificates, shared with the transport crate's tests.

@@ -16,6 +16,7 @@ use remoting::headers::{
     UnregisterBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader, ZONE_NAME,
 };
+use remoting::text::clip;
 use remoting::{version, RemotingCommand, ResponseCode};
 use tracing::{debug, info, warn};
 use xxhash_rust::xxh3::Xxh3;
@@ -123,7 +124,13 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
     if matches!(outcome, RegistrationOutcome::Applied | RegistrationOutcome::Unchanged) {
         if let (Some(cluster), Some(addr)) = (request.ext("clusterName"), request.ext("brokerAddr"))
         {
-            state.broker_versions.set(cluster, addr, request.version);
+            // Only a live broker's version is kept (its record goes with it): a registration
+            // fenced by a newer stateVersion left no live entry, and keeps no record (#21).
+            if state.routes.snapshot().last_heartbeat(cluster, addr).is_some() {
+                state.broker_versions.set(cluster, addr, request.version);
+            } else {
+                state.broker_versions.remove(cluster, addr);
+            }
         }
     }
     state.metrics.registration(outcome);
@@ -197,7 +204,7 @@ fn register_counted(
             data_version,
         };
         if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms()) {
-            debug!(broker = %broker_addr, new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
+            debug!(broker = %clip(broker_addr), new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
             return (
                 Ok(register_response(state, &config, outcome)),
                 RegistrationOutcome::Unchanged,
@@ -420,7 +427,10 @@ pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
 pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
     let count = header.broker_name.as_deref().map_or(0, |name| state.routes.wipe_write_perm(name));
-    info!(broker = ?header.broker_name, count, "wiped write permission");
+    info!(
+        broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
+        count, "wiped write permission"
+    );
     state.event(perm_event(EventKind::WritePermWiped, header.broker_name.as_deref(), count));
     Ok(success()
         .with_header(&WipeWritePermOfBrokerResponseHeader { wipe_topic_count: Some(count) }))
@@ -431,7 +441,10 @@ pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResul
 pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
     let count = header.broker_name.as_deref().map_or(0, |name| state.routes.add_write_perm(name));
-    info!(broker = ?header.broker_name, count, "added write permission");
+    info!(
+        broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
+        count, "added write permission"
+    );
     state.event(perm_event(EventKind::WritePermAdded, header.broker_name.as_deref(), count));
     Ok(success().with_header(&AddWritePermOfBrokerResponseHeader { add_topic_count: Some(count) }))
 }

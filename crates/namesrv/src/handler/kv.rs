@@ -11,9 +11,10 @@ use remoting::{RemotingCommand, ResponseCode};
 
 use super::{or_null, success, success_json};
 use crate::dispatch::{HandlerError, HandlerResult};
-use crate::kv::{clip, KvError, KvStore};
+use crate::kv::{KvError, KvStore};
 use crate::limits::Cap;
 use crate::state::State;
+use remoting::text::clip;
 
 /// Runs a persisting KV operation off the async workers (it fsyncs).
 async fn persist<F>(state: &State, op: F) -> Result<(), HandlerError>

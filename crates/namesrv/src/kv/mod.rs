@@ -16,6 +16,7 @@
 mod file;
 mod journal;
 
+use remoting::text::clip;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -228,7 +229,7 @@ impl KvStore {
         tracing::info!(
             namespace = %clip(namespace),
             key = %clip(key),
-            value = %value.map_or(Clipped("null"), clip),
+            value = %clip(value.unwrap_or("null")),
             "putKVConfig"
         );
         self.commit(Op::Put {
@@ -418,27 +419,6 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// How much of a namespace, key or value a log line shows.
-const LOG_CHARS: usize = 256;
-
-/// A string for a log line: whole up to [`LOG_CHARS`] characters, else its start and its
-/// length (a 10 MB value is not logged whole).
-pub fn clip(s: &str) -> Clipped<'_> {
-    Clipped(s)
-}
-
-/// See [`clip`].
-pub struct Clipped<'a>(&'a str);
-
-impl std::fmt::Display for Clipped<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0.char_indices().nth(LOG_CHARS) {
-            None => f.write_str(self.0),
-            Some((end, _)) => write!(f, "{}…({} bytes)", &self.0[..end], self.0.len()),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -682,14 +662,6 @@ mod tests {
         assert!(matches!(kv.put("NS", "k", Some("v")), Err(KvError::Persist { .. })));
         assert_eq!(kv.get("NS", "k"), None);
         assert_eq!(kv.list("NS"), None);
-    }
-
-    #[test]
-    fn log_lines_show_at_most_256_characters_of_a_value() {
-        assert_eq!(clip("short").to_string(), "short");
-        let long = "é".repeat(10_000);
-        let shown = clip(&long).to_string();
-        assert_eq!(shown, format!("{}…(20000 bytes)", "é".repeat(256)));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Registration: REGISTER_BROKER (Java `RouteInfoManager#registerBroker`, every step in Java's
 //! order) and REGISTER_TOPIC_IN_NAMESRV (`#registerTopic`).
 
+use remoting::text::clip;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -84,8 +85,8 @@ impl RouteTable {
                         (old_live.data_version.state_version, wrapper.data_version.state_version);
                     if old_sv > new_sv {
                         warn!(
-                            cluster = %cluster, broker = %name, broker_id, old = %old_addr, old_state_version = old_sv,
-                            new = %broker_addr, new_state_version = new_sv,
+                            cluster = %clip(&cluster), broker = %clip(&name), broker_id, old = %clip(old_addr), old_state_version = old_sv,
+                            new = %clip(&broker_addr), new_state_version = new_sv,
                             "registering broker conflicts with the existing one; ignored"
                         );
                         self.remove_live(&cluster, &broker_addr);
@@ -101,7 +102,7 @@ impl RouteTable {
 
         // 7. Single-topic guard: incremental registrations only after a full one.
         if !group.addrs.contains_key(&broker_id) && wrapper.topic_config_table.len() == 1 {
-            warn!(broker = %name, broker_id, addr = %broker_addr, "single-topic registration before the broker registered");
+            warn!(broker = %clip(&name), broker_id, addr = %clip(&broker_addr), "single-topic registration before the broker registered");
             self.commit_group(before.as_ref(), group);
             return Err(RegisterError::NotRegisteredYet { broker_id });
         }
@@ -146,7 +147,7 @@ impl RouteTable {
                             entry.queues.iter().filter(|(b, _)| *b != name).cloned().collect();
                         (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest))
                     });
-                    info!(broker = %name, topic = %topic, "deleteTopic with broker registration");
+                    info!(broker = %clip(&name), topic = %clip(&topic), "deleteTopic with broker registration");
                     self.set_topic(topic, next);
                 }
             }
@@ -216,7 +217,7 @@ impl RouteTable {
             }),
         };
         if self.put_live(&cluster, &addr, live) {
-            info!(cluster = %cluster, broker = %addr, ha = %ha_server_addr, "new broker registered");
+            info!(cluster = %clip(&cluster), broker = %clip(&addr), ha = %clip(&ha_server_addr), "new broker registered");
         }
 
         // 13. A slave learns its live master.
@@ -311,7 +312,7 @@ impl RouteTable {
         if self.topics.contains_key(topic) {
             for qd in &queue_datas {
                 let Some(broker) = known(self, qd) else {
-                    warn!(topic, broker = %qd.broker_name, "register topic contains an unknown broker");
+                    warn!(topic = %clip(topic), broker = %clip(&qd.broker_name), "register topic contains an unknown broker");
                     return false;
                 };
                 // Java puts even an identical QueueData; an identical one changes nothing here.
@@ -322,14 +323,14 @@ impl RouteTable {
             let mut queues = Vec::with_capacity(queue_datas.len());
             for qd in &queue_datas {
                 let Some(broker) = known(self, qd) else {
-                    warn!(topic, broker = %qd.broker_name, "register topic contains an unknown broker");
+                    warn!(topic = %clip(topic), broker = %clip(&qd.broker_name), "register topic contains an unknown broker");
                     return false;
                 };
                 // Later entries for the same broker win, as with Java's map put.
                 queues.retain(|(b, _): &(Arc<str>, QueueSpec)| *b != broker);
                 queues.push((broker, QueueSpec::from_queue_data(qd)));
             }
-            info!(topic, "register topic route");
+            info!(topic = %clip(topic), "register topic route");
             self.set_topic(Arc::from(topic), Some(super::table::TopicEntry::new(queues)));
             true
         }

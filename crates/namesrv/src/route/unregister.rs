@@ -1,6 +1,7 @@
 //! Removal: batched unregistration (Java `RouteInfoManager#unRegisterBroker(Set)` and
 //! `#cleanTopicByUnRegisterRequests`), topic deletion, and the write-permission switches.
 
+use remoting::text::clip;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -47,7 +48,7 @@ impl RouteTable {
                 }
             }
             let was_live = self.remove_live(cluster, addr);
-            info!(cluster, broker = addr, was_live, "unregister broker");
+            info!(cluster = %clip(cluster), broker = %clip(addr), was_live, "unregister broker");
             if was_live {
                 live_removed.push(index);
             }
@@ -135,7 +136,7 @@ impl RouteTable {
         if queues.len() == entry.queues.len() {
             return;
         }
-        info!(topic, cluster, "delete topic");
+        info!(topic = %clip(topic), cluster = cluster.map(|c| tracing::field::display(clip(c))), "delete topic");
         let key = self.topic_key(topic);
         self.set_topic(key, (!queues.is_empty()).then(|| TopicEntry::new(queues)));
     }

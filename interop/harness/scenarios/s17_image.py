@@ -25,10 +25,13 @@ import re
 import shutil
 import time
 
-from . import ctrlgroup
-from .fixture import GEN_VERSION, ROOT, Broker, SetupError, broker_addrs, cluster_info, route, route_queues
-from .procs import free_port_block, wait_until
-from .scenarios import RUN_TAG, http_get, namesrv_config, parse_result, tail
+from .. import ctrlgroup
+from ..fixture import GEN_VERSION, ROOT, Broker, SetupError, broker_addrs, cluster_info, namesrv_config, route, route_queues
+from ..output import parse_result, tail
+from ..procs import free_port_block, http_get, wait_until
+from ..topics import RUN_TAG
+
+TITLE = "Container image: the official image's command lines, Java broker and producer, SIGTERM"
 
 UID = 3000
 
@@ -275,8 +278,3 @@ def s17_container_image(env, c):
     finally:
         broker.kill()
         pm.cleanup()
-
-
-IMAGE_SCENARIOS = {
-    17: ("Container image: the official image's command lines, Java broker and producer, SIGTERM", s17_container_image),
-}

@@ -18,9 +18,12 @@ here fetches the list once at start.)
 import os
 import time
 
-from .fixture import GEN_VERSION, Broker, Namesrv, SetupError, broker_addrs, cluster_info, route, route_queues
-from .procs import wait_until
-from .scenarios import RUN_TAG, http_get, parse_result, tail
+from ..fixture import GEN_VERSION, Broker, Namesrv, SetupError, broker_addrs, cluster_info, route, route_queues
+from ..output import parse_result, tail
+from ..procs import http_get, wait_until
+from ..topics import RUN_TAG
+
+TITLE = "Broker follows the address server's list (httpNamesrvAddr changed at run time)"
 
 CLUSTER = "FollowCluster"
 BROKER = "broker-follow"
@@ -121,8 +124,3 @@ def s16_broker_follows_the_list(env, c):
     finally:
         for p in reversed(started):
             p.kill()
-
-
-FOLLOW_SCENARIOS = {
-    16: ("Broker follows the address server's list (httpNamesrvAddr changed at run time)", s16_broker_follows_the_list),
-}
