@@ -1,6 +1,14 @@
-//! `CowMap`: a string-keyed map split into shards that are shared between clones and copied on
-//! first write, so cloning the whole route table for a new snapshot costs a few hundred reference
-//! counts, and a write that touches k topics copies at most min(k, SHARDS) shards.
+//! `CowMap`: a string-keyed map split into leaves under a two-level tree of shared nodes, copied
+//! on first write, so cloning the whole route table for a new snapshot costs a few hundred
+//! reference counts, and a write that touches k topics copies at most k leaves (plus the
+//! ≤ 256-pointer middle nodes above them), never the whole table.
+//!
+//! Why two levels (#25): with one level of 256 shards a 10,000-topic registration at 1,000,000
+//! topics touched every shard and so copied the whole table (S7's profile, bench/results/
+//! scale.md: 61 % of the registration lane's time in this copy; 599 ms for a changed
+//! 10k-topic table at 1M topics against 72 ms at 10k). With 65,536 leaves a leaf holds ~15 topics
+//! at 1M, so the same registration copies ~150k entries instead of 1M, and a small one (the 1 %
+//! churn) a few hundred.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -8,35 +16,43 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
-/// Number of shards: 50k topics ⇒ ~200 per shard, so a one-topic write copies ~200 entries.
-const SHARDS: usize = 256;
+/// Fan-out of each level: 256 middle nodes of 256 leaves.
+const FANOUT: usize = 256;
 
-/// A string-keyed map with copy-on-write shards. `V` should be cheap to clone (an `Arc`).
-/// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the shard (the shard's
-/// table uses the low bits for buckets and the top 7 for its control bytes).
+/// A string-keyed map with copy-on-write nodes. `V` should be cheap to clone (an `Arc`).
+/// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, bits 40–47
+/// the leaf (the leaf's table uses the low bits for buckets and the top 7 for its control bytes).
 #[derive(Clone)]
 pub(super) struct CowMap<V> {
-    shards: Vec<Arc<Shard<V>>>,
+    mids: Vec<Arc<Mid<V>>>,
     hasher: RandomState,
     len: usize,
 }
 
+/// One leaf: keys and values in a table probed with the map's hash.
+type Leaf<V> = HashTable<(Arc<str>, V)>;
+
+/// A middle node: [`FANOUT`] leaves, shared until written.
+type Mid<V> = Vec<Arc<Leaf<V>>>;
+
 impl<V> Default for CowMap<V> {
     fn default() -> Self {
+        // Every slot starts on one shared empty leaf and middle node (copied on first write), so
+        // an empty map is a few allocations, not 65,536.
+        let leaf: Arc<Leaf<V>> = Arc::new(HashTable::new());
+        let mid: Arc<Mid<V>> = Arc::new((0..FANOUT).map(|_| Arc::clone(&leaf)).collect());
         Self {
-            shards: (0..SHARDS).map(|_| Arc::new(HashTable::new())).collect(),
+            mids: (0..FANOUT).map(|_| Arc::clone(&mid)).collect(),
             hasher: RandomState::default(),
             len: 0,
         }
     }
 }
 
-/// One shard: keys and values in a table probed with the map's hash.
-type Shard<V> = HashTable<(Arc<str>, V)>;
-
-/// Which shard a hash lives in (the hasher is shared by clones, so the choice is too).
-fn shard_of(hash: u64) -> usize {
-    ((hash >> 32) as usize) & (SHARDS - 1)
+/// Which middle node and leaf a hash lives in (the hasher is shared by clones, so the choice is
+/// too).
+fn slot_of(hash: u64) -> (usize, usize) {
+    (((hash >> 32) as usize) & (FANOUT - 1), ((hash >> 40) as usize) & (FANOUT - 1))
 }
 
 impl<V: Clone> CowMap<V> {
@@ -48,25 +64,36 @@ impl<V: Clone> CowMap<V> {
         self.hasher.hash_one(key)
     }
 
+    fn leaf(&self, hash: u64) -> &Arc<Leaf<V>> {
+        let (mid, leaf) = slot_of(hash);
+        &self.mids[mid][leaf]
+    }
+
+    /// The leaf of `hash`, made private to this map (copying it and its middle node if shared).
+    fn leaf_mut(&mut self, hash: u64) -> &mut Leaf<V> {
+        let (mid, leaf) = slot_of(hash);
+        Arc::make_mut(&mut Arc::make_mut(&mut self.mids[mid])[leaf])
+    }
+
     pub(super) fn get(&self, key: &str) -> Option<&V> {
         self.get_key_value(key).map(|(_, v)| v)
     }
 
     pub(super) fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
         let hash = self.hash(key);
-        self.shards[shard_of(hash)].find(hash, |(k, _)| **k == *key).map(|(k, v)| (k, v))
+        self.leaf(hash).find(hash, |(k, _)| **k == *key).map(|(k, v)| (k, v))
     }
 
     pub(super) fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
-    /// Inserts or replaces; copies the shard if it is shared with another snapshot.
+    /// Inserts or replaces; copies the leaf (and its middle node) if shared with a snapshot.
     pub(super) fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
         let hash = self.hash(&key);
-        let hasher = &self.hasher;
-        let shard = Arc::make_mut(&mut self.shards[shard_of(hash)]);
-        match shard.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
+        let hasher = self.hasher.clone();
+        let leaf = self.leaf_mut(hash);
+        match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => {
                 Some(std::mem::replace(&mut slot.get_mut().1, value))
             }
@@ -78,20 +105,22 @@ impl<V: Clone> CowMap<V> {
         }
     }
 
-    /// Removes; copies the shard only when the key is present.
+    /// Removes; copies the leaf only when the key is present.
     pub(super) fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
-        let index = shard_of(hash);
-        self.shards[index].find(hash, |(k, _)| **k == *key)?;
-        let shard = Arc::make_mut(&mut self.shards[index]);
-        let ((_, old), _) = shard.find_entry(hash, |(k, _)| **k == *key).ok()?.remove();
+        self.leaf(hash).find(hash, |(k, _)| **k == *key)?;
+        let leaf = self.leaf_mut(hash);
+        let ((_, old), _) = leaf.find_entry(hash, |(k, _)| **k == *key).ok()?.remove();
         self.len -= 1;
         Some(old)
     }
 
-    /// Every entry, shard by shard (no particular order).
+    /// Every entry, leaf by leaf (no particular order).
     pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
-        self.shards.iter().flat_map(|shard| shard.iter().map(|(k, v)| (k, v)))
+        self.mids
+            .iter()
+            .flat_map(|mid| mid.iter())
+            .flat_map(|leaf| leaf.iter().map(|(k, v)| (k, v)))
     }
 }
 
@@ -105,12 +134,12 @@ mod tests {
         a.insert(Arc::from("t1"), 1);
         a.insert(Arc::from("t2"), 2);
         let b = a.clone();
-        let t1 = shard_of(a.hash("t1"));
-        assert!(Arc::ptr_eq(&a.shards[t1], &b.shards[t1]));
+        let t1 = a.hash("t1");
+        assert!(Arc::ptr_eq(a.leaf(t1), b.leaf(t1)));
         a.insert(Arc::from("t1"), 10);
         assert_eq!(a.get("t1"), Some(&10));
         assert_eq!(b.get("t1"), Some(&1));
-        assert!(!Arc::ptr_eq(&a.shards[t1], &b.shards[t1]));
+        assert!(!Arc::ptr_eq(a.leaf(t1), b.leaf(t1)));
         assert_eq!(a.remove("t2"), Some(2));
         assert_eq!(a.remove("t2"), None);
         assert_eq!((a.len(), b.len()), (1, 2));
@@ -122,6 +151,25 @@ mod tests {
         let a: CowMap<u32> = CowMap::default();
         let mut b = a.clone();
         assert_eq!(b.remove("nope"), None);
-        assert!(a.shards.iter().zip(&b.shards).all(|(x, y)| Arc::ptr_eq(x, y)));
+        assert!(a.mids.iter().zip(&b.mids).all(|(x, y)| Arc::ptr_eq(x, y)));
+    }
+
+    /// A write copies the leaves it touches, not the table: after one insert into a clone of a
+    /// 20,000-key map every leaf but one is still shared.
+    #[test]
+    fn a_write_copies_one_leaf_not_the_table() {
+        let mut a: CowMap<u32> = CowMap::default();
+        for i in 0..20_000 {
+            a.insert(Arc::from(format!("topic-{i}")), i);
+        }
+        let mut b = a.clone();
+        b.insert(Arc::from("topic-7"), 70);
+        let leaves =
+            |m: &CowMap<u32>| m.mids.iter().flat_map(|mid| mid.iter().cloned()).collect::<Vec<_>>();
+        let shared =
+            leaves(&a).iter().zip(leaves(&b).iter()).filter(|(x, y)| Arc::ptr_eq(x, y)).count();
+        assert_eq!(shared, FANOUT * FANOUT - 1);
+        assert_eq!((a.get("topic-7"), b.get("topic-7")), (Some(&7), Some(&70)));
+        assert_eq!(b.iter().count(), 20_000);
     }
 }
