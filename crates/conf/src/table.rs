@@ -157,10 +157,13 @@ pub const REDACTED: &str = "******";
 
 /// Whether a key's value is a secret that `-p` and GET_*_CONFIG never show: any key whose name
 /// contains `password`, `secret` or `credential` (case-insensitive), e.g.
-/// `tls.server.keyPassword` or a broker's `innerClientAuthenticationCredentials`.
+/// `tls.server.keyPassword` or a broker's `innerClientAuthenticationCredentials` — but not a
+/// switch about secrets, whose name says `allow` or `enable` (`httpAllowPlainCredentials`): its
+/// value is a boolean an operator needs to see.
 pub fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    ["password", "secret", "credential"].iter().any(|word| key.contains(word))
+    let switch = key.contains("allow") || key.contains("enable");
+    !switch && ["password", "secret", "credential"].iter().any(|word| key.contains(word))
 }
 
 /// `value` as `-p` and GET_*_CONFIG show it: [`REDACTED`] for a non-empty secret.
@@ -589,6 +592,7 @@ mod tests {
         assert!(
             is_secret_key("innerClientAuthenticationCredentials") && !is_secret_key("listenPort")
         );
+        assert!(!is_secret_key("httpAllowPlainCredentials"), "a switch, not a secret");
     }
 
     #[test]
