@@ -5,41 +5,14 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
 use base64::Engine;
+use common::captured::Captured;
 use common::{http_get, TestServer};
-
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn http_refusals_are_audited_with_the_tcp_peer_and_no_secret() {
     let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .with_env_filter("audit=info")
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = tracing::subscriber::set_default(captured.subscriber("audit=info"));
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("auth.yml");
     std::fs::write(
@@ -64,7 +37,7 @@ async fn http_refusals_are_audited_with_the_tcp_peer_and_no_secret() {
     assert_eq!(http_get(addr, "/api/v1/config", &headers).await.status, 401);
     drop(server);
 
-    let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    let text = captured.text();
     let refusals: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("refused") && l.contains("transport=\"http\""))
