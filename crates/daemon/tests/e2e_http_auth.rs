@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::{http_get, request, Broker, Scrape, TestServer};
+use common::{http_get, request, write_accounts, Broker, Scrape, TestServer};
 use namesrv::Config;
 use remoting::signature::Credentials;
 use remoting::RequestCode;
@@ -31,19 +31,10 @@ accounts:
   - {accessKey: far-viewer, secretKey: "far-secret-1", role: reader, whiteRemoteAddress: 10.9.0.0/16}
 "#;
 
-fn write_accounts(path: &Path) {
-    std::fs::write(path, ACCOUNTS).expect("accounts file");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
-}
-
 /// `adjust` then access control on in `mode` with [`ACCOUNTS`].
 fn with_auth(mode: &'static str, dir: &Path) -> impl FnOnce(&mut Config) {
     let accounts = dir.join("auth.yml");
-    write_accounts(&accounts);
+    write_accounts(&accounts, ACCOUNTS);
     move |c: &mut Config| {
         c.authentication_enabled = Some(true);
         c.auth_config_path = Some(accounts.to_string_lossy().into_owned());
