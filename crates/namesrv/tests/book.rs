@@ -94,3 +94,36 @@ fn keys_an_update_may_not_change_are_documented_as_refused() {
     );
     assert_eq!(infos.len(), Config::KEYS.len());
 }
+
+/// Scenario 8 of the interop suite compares GET_NAMESRV_CONFIG (319) with the Java
+/// nameserver's and fails on every key only ours shows unless `interop/allowlist.txt` lists it
+/// with a reason; a key of our own that 319 shows by default (it has a default value) must be
+/// listed there, so adding one cannot fail the interop suite in CI only.
+#[test]
+fn keys_of_our_own_shown_by_319_are_in_the_interop_allow_list() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/allowlist.txt");
+    let list = std::fs::read_to_string(&path).expect("interop/allowlist.txt");
+    let allowed: Vec<&str> = list
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            (fields.next() == Some("config/get*"))
+                .then(|| fields.next())
+                .flatten()
+                .and_then(|field| field.strip_prefix("body."))
+        })
+        .collect();
+    let missing: Vec<&str> = Config::documented_keys()
+        .iter()
+        .filter(|info| info.java_source() == "none")
+        .filter(|info| !matches!(info.default, DefaultValue::Unset))
+        .map(|info| info.key)
+        .filter(|key| !allowed.contains(key))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "keys of our own that 319 shows but interop/allowlist.txt does not list (add a \
+         `config/get*  body.KEY  reason` line for each): {missing:?}"
+    );
+}
