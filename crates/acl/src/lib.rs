@@ -209,22 +209,57 @@ impl Auth {
         self.failures.prune(now);
     }
 
-    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
-    /// its identity is not kept). Counts and logs a refusal, and counts it against the caller's
-    /// address and [`Principal`] (its access key, unknown keys, or unsigned): a pair that failed
-    /// too often is refused before any signature is verified. `now` reads the failure-window
-    /// clock (only when some pair is blocked or a request is refused).
-    pub fn check(
+    /// Admission, the one call every port makes before any handler: whether `request` may be
+    /// served, and as whom — who sent it and whether its role grants it ([`Auth::check`]), then,
+    /// for a broker request, whether the account owns the broker group it names
+    /// ([`Auth::check_owner`]). Each refusal is counted once and logged on the audit target.
+    pub fn admit(
         &self,
         caller: Caller<'_>,
         request: &RemotingCommand,
         now: impl Fn() -> Instant,
     ) -> Result<Who, Refusal> {
+        let (who, how) = self.identify_request(caller, request, now)?;
+        self.check_owner(&who, request)?;
+        if let Some(how) = how {
+            self.counters.accepted(how);
+        }
+        Ok(who)
+    }
+
+    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
+    /// its identity is not kept), ownership aside (servers call [`Auth::admit`]). Counts and
+    /// logs a refusal, and counts it against the caller's
+    /// address and [`Principal`] (its access key, unknown keys, or unsigned): a pair that failed
+    /// too often is refused before any signature is verified. `now` reads the failure-window
+    /// clock (only when some pair is blocked or a request is refused).
+    #[cfg(test)]
+    pub(crate) fn check(
+        &self,
+        caller: Caller<'_>,
+        request: &RemotingCommand,
+        now: impl Fn() -> Instant,
+    ) -> Result<Who, Refusal> {
+        let (who, how) = self.identify_request(caller, request, now)?;
+        if let Some(how) = how {
+            self.counters.accepted(how);
+        }
+        Ok(who)
+    }
+
+    /// [`Auth::check`] without counting the acceptance (how it was accepted is returned, for
+    /// [`Auth::admit`] to count once ownership passed too).
+    fn identify_request(
+        &self,
+        caller: Caller<'_>,
+        request: &RemotingCommand,
+        now: impl Fn() -> Instant,
+    ) -> Result<(Who, Option<Accepted>), Refusal> {
         let access = access_of(request.code);
         if access == Access::Read && self.mode == AuthMode::Writes {
             // Open: not even a signature is checked, so clients signing for their brokers'
             // ACL with keys this server does not know keep reading routes.
-            return Ok(Who::Anonymous);
+            return Ok((Who::Anonymous, None));
         }
         let ip = caller.peer.ip().to_canonical();
         let accounts = self.accounts.load();
@@ -242,10 +277,7 @@ impl Auth {
             return Err(Refusal::RateLimited { ip, who: principal });
         }
         match identify(&accounts, caller, ip, request, access) {
-            Ok((who, how)) => {
-                self.counters.accepted(how);
-                Ok(who)
-            }
+            Ok((who, how)) => Ok((who, Some(how))),
             Err(refusal) => {
                 self.refused(caller, request, &refusal, ip, &principal, now());
                 Err(refusal)
@@ -258,7 +290,7 @@ impl Auth {
     /// request from an allowed address, an account with neither `clusters` nor `brokerNames`,
     /// and a request naming no cluster or group pass. A refusal is counted and logged, not
     /// counted against the address: the caller proved who it is.
-    pub fn check_owner(&self, who: &Who, request: &RemotingCommand) -> Result<(), Refusal> {
+    fn check_owner(&self, who: &Who, request: &RemotingCommand) -> Result<(), Refusal> {
         if access_of(request.code) != Access::Broker {
             return Ok(());
         }
