@@ -3,7 +3,7 @@
 //! file's hot reload and the audit lines.
 //!
 //! Off by default (`authenticationEnabled=false`, Java-compatible): the server then holds no
-//! [`Auth`] and pays one `Option` check per request. When on, [`Auth::check`] accepts a request
+//! [`Auth`] and pays one `Option` check per request. When on, [`Auth::admit`] accepts a request
 //! that needs nothing (a read in `authenticationMode=writes`), or one from an account of the
 //! accounts file whose role grants the request and whose address is allowed — identified by a
 //! RocketMQ request signature (`AccessKey` + `Signature`, see `remoting::signature`), else by a
@@ -22,6 +22,7 @@ pub mod audit;
 mod basic;
 mod failures;
 mod ownership;
+mod peer;
 pub mod policy;
 mod reload;
 mod settings;
@@ -45,6 +46,7 @@ pub use failures::{
     WINDOW as FAILURE_WINDOW,
 };
 pub use ownership::{NamePattern, NotOwned, Ownership};
+pub use peer::Peer;
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};
 pub use settings::{AuthMode, Settings};
@@ -90,6 +92,12 @@ pub enum Refusal {
         /// The cluster and group the request named (clipped).
         group: NotOwned,
     },
+    /// A Raft RPC not signed with the controller peers' access key (`controllerPeerCredentials`).
+    #[error("access denied: request code {code} is a Raft RPC between controller nodes; it must be signed with the peers' credentials (controllerPeerCredentials)")]
+    NotPeer {
+        /// The request code.
+        code: i32,
+    },
     /// Too many failures of this access key (or of unsigned requests) from this address
     /// lately: refused without verifying anything until the window ends.
     #[error("access denied: too many failed attempts from {ip} ({who}); retry when the failure window ends")]
@@ -112,6 +120,7 @@ impl Refusal {
             Refusal::AddressDenied { .. } => Reason::AddressDenied,
             Refusal::NotOwner { .. } => Reason::NotOwner,
             Refusal::RateLimited { .. } => Reason::RateLimited,
+            Refusal::NotPeer { .. } => Reason::NotPeer,
         }
     }
 }
@@ -255,7 +264,7 @@ impl Auth {
         request: &RemotingCommand,
         now: impl Fn() -> Instant,
     ) -> Result<(Who, Option<Accepted>), Refusal> {
-        let access = access_of(request.code);
+        let access = policy::access_of_request(request);
         if access == Access::Read && self.mode == AuthMode::Writes {
             // Open: not even a signature is checked, so clients signing for their brokers'
             // ACL with keys this server does not know keep reading routes.
@@ -291,7 +300,7 @@ impl Auth {
     /// and a request naming no cluster or group pass. A refusal is counted and logged, not
     /// counted against the address: the caller proved who it is.
     fn check_owner(&self, who: &Who, request: &RemotingCommand) -> Result<(), Refusal> {
-        if access_of(request.code) != Access::Broker {
+        if policy::access_of_request(request) != Access::Broker {
             return Ok(());
         }
         let (Who::Account(key) | Who::Certificate(key)) = who else {

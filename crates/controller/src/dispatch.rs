@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use remoting::{RemotingCommand, RequestCode as C, ResponseCode};
 
+use acl::Touched;
+
+use crate::guard::{Conn, Guard};
 use crate::handler::{self, HandlerError};
 use crate::metrics::RequestResult;
 use crate::node::{Node, NodeError};
@@ -16,11 +19,13 @@ pub const LEADER_ID: &str = "controllerLeaderId";
 /// See [`LEADER_ID`].
 pub const LEADER_ADDRESS: &str = "controllerLeaderAddress";
 
-/// Answers one request received on connection `conn`; `None` for a oneway request or a
-/// stray response.
+/// Answers one request received on connection `conn`, once `guard` admitted it (a refusal is
+/// NO_PERMISSION with the refusal as remark, as on the nameserver's port); `None` for a oneway
+/// request or a stray response. An accepted state-changing request gets its audit line.
 pub async fn dispatch(
     node: &Arc<Node>,
-    conn: u64,
+    guard: &Guard,
+    conn: &Conn,
     request: RemotingCommand,
 ) -> Option<RemotingCommand> {
     if request.is_response() {
@@ -30,6 +35,33 @@ pub async fn dispatch(
         );
         return None;
     }
+    let who = match guard.admit(conn, &request) {
+        Ok(who) => who,
+        Err(refusal) => {
+            let refused =
+                RemotingCommand::response(ResponseCode::NoPermission, Some(refusal.to_string()));
+            return (!request.is_oneway()).then(|| refused.respond_to(&request));
+        }
+    };
+    let response = answer(node, conn.id, &request).await;
+    if guard.auth.is_some() && !network::is_raft_rpc(request.code) {
+        let result = (!request.is_oneway()).then_some(response.code);
+        acl::audit::record(&who, conn.peer, None, request.code, result, || Touched {
+            cluster: request.ext("clusterName"),
+            broker: request.ext("brokerName"),
+            broker_addr: request.ext("brokerAddr").or_else(|| request.ext("brokerAddress")),
+            periodic: request.code == C::BrokerHeartbeat.to_i32(),
+            ..Touched::default()
+        });
+    }
+    if request.is_oneway() {
+        return None;
+    }
+    Some(response.respond_to(&request))
+}
+
+/// The answer to an admitted request, counted and timed (Raft RPCs aside).
+async fn answer(node: &Arc<Node>, conn: u64, request: &RemotingCommand) -> RemotingCommand {
     let started = std::time::Instant::now();
     let result = match request.request_code() {
         C::BrokerHeartbeat => Ok(handler::heartbeat(node, conn, &request)),
@@ -61,10 +93,7 @@ pub async fn dispatch(
         };
         node.metrics().requests.record(request.code, result, started.elapsed());
     }
-    if request.is_oneway() {
-        return None;
-    }
-    Some(response.respond_to(&request))
+    response
 }
 
 /// The only mapping from an error to the wire.
