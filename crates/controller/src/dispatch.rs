@@ -64,27 +64,27 @@ pub async fn dispatch(
 async fn answer(node: &Arc<Node>, conn: u64, request: &RemotingCommand) -> RemotingCommand {
     let started = std::time::Instant::now();
     let result = match request.request_code() {
-        C::BrokerHeartbeat => Ok(handler::heartbeat(node, conn, &request)),
-        C::ControllerAlterSyncStateSet => handler::alter_sync_state_set(node, &request).await,
-        C::ControllerElectMaster => handler::elect_master(node, &request).await,
-        C::ControllerRegisterBroker => handler::register_broker(node, &request).await,
-        C::ControllerGetReplicaInfo => handler::replica_info(node, &request).await,
+        C::BrokerHeartbeat => Ok(handler::heartbeat(node, conn, request)),
+        C::ControllerAlterSyncStateSet => handler::alter_sync_state_set(node, request).await,
+        C::ControllerElectMaster => handler::elect_master(node, request).await,
+        C::ControllerRegisterBroker => handler::register_broker(node, request).await,
+        C::ControllerGetReplicaInfo => handler::replica_info(node, request).await,
         C::ControllerGetMetadataInfo => Ok(handler::metadata(node)),
-        C::ControllerGetSyncStateData => handler::sync_state_data(node, &request).await,
-        C::UpdateControllerConfig => handler::update_config(node, &request).await,
+        C::ControllerGetSyncStateData => handler::sync_state_data(node, request).await,
+        C::UpdateControllerConfig => handler::update_config(node, request).await,
         C::GetControllerConfig => Ok(handler::get_config(node)),
-        C::CleanBrokerData => handler::clean_broker_data(node, &request).await,
-        C::ControllerGetNextBrokerId => handler::next_broker_id(node, &request).await,
-        C::ControllerApplyBrokerId => handler::apply_broker_id(node, &request).await,
+        C::CleanBrokerData => handler::clean_broker_data(node, request).await,
+        C::ControllerGetNextBrokerId => handler::next_broker_id(node, request).await,
+        C::ControllerApplyBrokerId => handler::apply_broker_id(node, request).await,
         C::Unknown(code) if network::is_raft_rpc(code) => {
-            Ok(network::serve(node.raft(), &node.group(), &request).await)
+            Ok(network::serve(node.raft(), &node.group(), request).await)
         }
         _ => Ok(RemotingCommand::response(
             ResponseCode::RequestCodeNotSupported,
             Some(format!(" request type {} not supported", request.code)),
         )),
     };
-    let response = result.unwrap_or_else(|e| error_response(&request, e));
+    let response = result.unwrap_or_else(|e| error_response(request, e));
     if !network::is_raft_rpc(request.code) {
         let result = if request.is_oneway() {
             RequestResult::Oneway
