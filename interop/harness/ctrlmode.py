@@ -301,12 +301,16 @@ class Run:
         refused.append(("forged Raft vote", forged.code, forged.remark))
         c.check(all(code == 16 for _, code, _ in refused),
                 "refused with NO_PERMISSION: %s" % "; ".join("%s -> %s" % (w_, code) for w_, code, _ in refused))
-        rc, out = env.mqadmin(["electMaster", "-a", leader.addr, "-b", CTRL_BROKER, "-c", CTRL_CLUSTER,
-                               "-i", str(before[0] if before else 1)], ns=self.ns(), gen="c")
-        c.check("NO_PERMISSION" in out or "code: 16" in out or "CODE: 16" in out or "access denied" in out,
-                "Java mqadmin electMaster without credentials refused")
-        if "access denied" not in out:
-            c.note(tail(out))
+        master_id = str(before[0] if before else 1)
+        for args in (["electMaster", "-a", leader.addr, "-b", master_id, "-bn", CTRL_BROKER, "-c", CTRL_CLUSTER],
+                     ["cleanBrokerMetadata", "-a", leader.addr, "-b", master_id, "-bn", CTRL_BROKER,
+                      "-c", CTRL_CLUSTER, "-l"]):
+            rc, out = env.mqadmin(args, ns=self.ns(), gen="c")
+            denied = "access denied" in out
+            c.check(denied, "Java %s mqadmin %s without credentials refused (access denied)" % (
+                GEN_VERSION["c"], args[0]))
+            if not denied:
+                c.note(tail(out))
         after = w.master_in_controller()
         c.check(after is not None and before is not None and after[:3] == before[:3],
                 "broker-c's master and epoch unchanged by the refused requests: %s -> %s" % (before, after))

@@ -219,9 +219,9 @@ impl Auth {
     }
 
     /// Admission, the one call every port makes before any handler: whether `request` may be
-    /// served, and as whom — who sent it and whether its role grants it ([`Auth::check`]), then,
+    /// served, and as whom — who sent it and whether its role grants it (`identify_request`), then,
     /// for a broker request, whether the account owns the broker group it names
-    /// ([`Auth::check_owner`]). Each refusal is counted once and logged on the audit target.
+    /// (`check_owner`). Each refusal is counted once and logged on the audit target.
     pub fn admit(
         &self,
         caller: Caller<'_>,
@@ -236,12 +236,7 @@ impl Auth {
         Ok(who)
     }
 
-    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
-    /// its identity is not kept), ownership aside (servers call [`Auth::admit`]). Counts and
-    /// logs a refusal, and counts it against the caller's
-    /// address and [`Principal`] (its access key, unknown keys, or unsigned): a pair that failed
-    /// too often is refused before any signature is verified. `now` reads the failure-window
-    /// clock (only when some pair is blocked or a request is refused).
+    /// [`Auth::admit`] without the ownership check (the unit tests' view of identification).
     #[cfg(test)]
     pub(crate) fn check(
         &self,
@@ -256,8 +251,13 @@ impl Auth {
         Ok(who)
     }
 
-    /// [`Auth::check`] without counting the acceptance (how it was accepted is returned, for
-    /// [`Auth::admit`] to count once ownership passed too).
+    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
+    /// its identity is not kept), ownership aside. Counts and logs a refusal, and counts it
+    /// against the caller's address and [`Principal`] (its access key, unknown keys, or
+    /// unsigned): a pair that failed too often is refused before any signature is verified.
+    /// `now` reads the failure-window clock (only when some pair is blocked or a request is
+    /// refused). An acceptance is not counted here: how it was accepted is returned, for
+    /// [`Auth::admit`] to count once ownership passed too.
     fn identify_request(
         &self,
         caller: Caller<'_>,
@@ -295,7 +295,7 @@ impl Auth {
     }
 
     /// Whether the account `who` stands for owns the broker group `request` names, for a
-    /// request needing broker access (call after [`Auth::check`] accepted it). An unsigned
+    /// request needing broker access (called by [`Auth::admit`] once the caller is identified). An unsigned
     /// request from an allowed address, an account with neither `clusters` nor `brokerNames`,
     /// and a request naming no cluster or group pass. A refusal is counted and logged, not
     /// counted against the address: the caller proved who it is.
