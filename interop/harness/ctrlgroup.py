@@ -33,6 +33,24 @@ CTRL_CLUSTER = "ControllerCluster"
 CTRL_BROKER = "broker-c"
 KINDS = ("java", "rust", "embedded")
 
+# Access control of a secured world (scenarios 14 and 15, issue 21): the accounts every
+# controller node and nameserver read, the brokers' account (owning broker-c only), and the
+# peers' credentials our controller nodes sign their Raft RPCs with.
+CTRL_ADMIN = ("ctl-admin", "ctl-admin-secret-1")
+CTRL_BROKER_KEY = ("ctl-broker", "ctl-broker-secret-1")
+CTRL_OTHER_BROKER = ("ctl-other", "ctl-other-secret-1")
+CTRL_PEERS = ("ctl-peers", "ctl-peers-secret-1")
+CTRL_ACCOUNTS = """accounts:
+  - {accessKey: %s, secretKey: "%s", role: admin}
+  - {accessKey: %s, secretKey: "%s", role: broker, clusters: [%s], brokerNames: [%s]}
+  - {accessKey: %s, secretKey: "%s", role: broker, brokerNames: [other-*]}
+""" % (CTRL_ADMIN + CTRL_BROKER_KEY + (CTRL_CLUSTER, CTRL_BROKER) + CTRL_OTHER_BROKER)
+
+
+def credentials_json(pair):
+    """`{"accessKey":…,"secretKey":…}`, the shape of innerClientAuthenticationCredentials."""
+    return json.dumps({"accessKey": pair[0], "secretKey": pair[1]}, separators=(",", ":"))
+
 
 def controller_conf(group, peers, self_id, store):
     """controller.properties keys shared by Java's ControllerStartup, our mqcontroller and the
@@ -158,6 +176,9 @@ class ControllerNode:
         keys = controller_conf(w.group, w.peers, self.id, self.store)
         if self.http_port is not None:
             keys["httpListenPort"] = self.http_port
+        keys.update(w.auth_keys())
+        if w.secured:
+            keys["controllerPeerCredentials"] = credentials_json(CTRL_PEERS)
         return keys
 
     def http_addr(self):
@@ -263,10 +284,19 @@ class ControllerNode:
 class CtrlWorld:
     """Three controller nodes of one kind, the nameserver(s), three brokers in controller mode."""
 
-    def __init__(self, env, kind):
+    def __init__(self, env, kind, secured=False):
+        """`secured` (ours only): access control on every controller node and nameserver
+        (CTRL_ACCOUNTS, authenticationMode=writes), the brokers signing with their account."""
         assert kind in KINDS
+        assert not (secured and kind == "java")
         self.env = env
         self.kind = kind
+        self.secured = secured
+        self.auth_file = os.path.join(env.rundir, "ctl-%s-auth.yml" % kind)
+        if secured:
+            with open(self.auth_file, "w") as f:
+                f.write(CTRL_ACCOUNTS)
+            os.chmod(self.auth_file, 0o600)
         self.group = "interop-%s" % kind
         self.store_dir = os.path.join(env.store_root, "ctl-" + kind)
         os.makedirs(self.store_dir, exist_ok=True)
@@ -278,6 +308,8 @@ class CtrlWorld:
             n.prepare()
         if kind == "embedded":
             self.namesrvs = [n.namesrv for n in self.nodes]
+        elif secured and env.impl == "rust":
+            self.namesrvs = [Namesrv(env, "ctl-" + kind, env.impl, gen="c", props=self.auth_keys())]
         else:
             self.namesrvs = [Namesrv(env, "ctl-" + kind, env.impl, gen="c")]
         self.brokers = []
@@ -293,7 +325,19 @@ class CtrlWorld:
                 "allAckInSyncStateSet": "true",
                 "haListenPort": b.port + 1,
             }
+            if secured:
+                # Signs every call to the nameservers and the controllers (one remoting client).
+                b.conf_overrides["innerClientAuthenticationCredentials"] = credentials_json(CTRL_BROKER_KEY)
+                b.conf_overrides["authenticationMetadataProvider"] = (
+                    "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider")
             self.brokers.append(b)
+
+    def auth_keys(self):
+        """The access-control keys of every secured server ({} when not secured)."""
+        if not self.secured:
+            return {}
+        return {"authenticationEnabled": "true", "authenticationMode": "writes",
+                "authConfigPath": self.auth_file}
 
     # ---- addresses ----
 

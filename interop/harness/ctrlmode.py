@@ -26,6 +26,16 @@ leader's polled every 50 ms around a master's kill; checks that the election is 
 its trigger, the group's master alive again with a higher epoch, one new leader with a higher
 term after the leader's kill; the tables go to `controller-metrics-<kind>.md` in the run
 directory.
+
+With our controllers and our nameservers (14, 15) access control is on everywhere (issue 21):
+every controller node and nameserver reads one accounts file (authenticationMode=writes), the
+Java brokers sign their calls to both with innerClientAuthenticationCredentials of a broker
+account that owns broker-c only, and our controller nodes sign their Raft RPCs with
+controllerPeerCredentials — the whole scenario (registration, elections, failover) runs so.
+After start: an unsigned electMaster and cleanBrokerMetadata from Java's mqadmin, the same as
+raw requests, and a broker account of another group asking for broker-c's election are refused
+(NO_PERMISSION) with the master unchanged; a forged Raft vote is refused; mqadmin with the admin
+account in tools.yml reads the sync-state set.
 """
 
 import os
@@ -34,8 +44,9 @@ import threading
 import time
 
 from .checks import Fail
-from .ctrlgroup import CTRL_BROKER, CTRL_CLUSTER, CtrlWorld, scrape, topic_configs
-from .fixture import GEN_VERSION
+from . import remoting as rm
+from .ctrlgroup import CTRL_ADMIN, CTRL_BROKER, CTRL_CLUSTER, CTRL_OTHER_BROKER, CtrlWorld, scrape, topic_configs
+from .fixture import GEN_VERSION, mqadmin_with_tools_yml
 from .output import parse_result, tail
 from .procs import wait_until
 from .topics import RUN_TAG, create_topic
@@ -111,7 +122,7 @@ class Run:
         self.c = c
         self.kind = kind
         self.fig = {}
-        self.w = CtrlWorld(env, kind)
+        self.w = CtrlWorld(env, kind, secured=kind != "java" and env.impl == "rust")
         self.topic = "InteropCtrl%s" % kind.capitalize()
         self.prefix = "%s-ctl-%s" % (RUN_TAG, kind)
         self.producer = None
@@ -260,6 +271,57 @@ class Run:
             c.note(tail(out))
         if phase == "after start":
             self.broker_epochs()
+
+    def access_control(self):
+        """With access control on: what only an operator or the group's own broker may do is
+        refused to anyone else, and nothing changes; the operator's mqadmin reads work."""
+        c, w, env = self.c, self.w, self.env
+        ld = w.wait_leader(30)
+        c.require(ld, "controllers agree on a leader (access control)")
+        leader = ld[0]
+        before = w.master_in_controller()
+        c.check(before is not None and before[0] is not None,
+                "broker-c has a master elected through signed broker requests: %s" % (before,))
+        elect = {"clusterName": CTRL_CLUSTER, "brokerName": CTRL_BROKER, "brokerId": str(before[0] if before else 1),
+                 "designateElect": "true", "invokeTime": "1"}
+        clean = {"clusterName": CTRL_CLUSTER, "brokerName": CTRL_BROKER, "brokerControllerIdsToClean": "1",
+                 "isCleanLivingBroker": "true", "invokeTime": "1"}
+        own = dict(elect, designateElect="false")
+        refused = []
+        for what, code, ext, cred in [
+                ("unsigned electMaster", rm.CONTROLLER_ELECT_MASTER, elect, None),
+                ("unsigned cleanBrokerMetadata", rm.CLEAN_BROKER_DATA, clean, None),
+                ("electMaster of broker-c by another group's broker account", rm.CONTROLLER_ELECT_MASTER, own,
+                 CTRL_OTHER_BROKER),
+                ("an operator's electMaster by a broker account", rm.CONTROLLER_ELECT_MASTER, elect, CTRL_OTHER_BROKER)]:
+            r = rm.call(leader.addr, code, ext, credentials=cred)
+            refused.append((what, r.code, r.remark))
+        forged = rm.call(leader.addr, 60102, {"group": w.group},
+                         body=b'{"vote":{"leader_id":{"term":999999,"node_id":9},"committed":false},"last_log_id":null}')
+        refused.append(("forged Raft vote", forged.code, forged.remark))
+        c.check(all(code == 16 for _, code, _ in refused),
+                "refused with NO_PERMISSION: %s" % "; ".join("%s -> %s" % (w_, code) for w_, code, _ in refused))
+        master_id = str(before[0] if before else 1)
+        for args in (["electMaster", "-a", leader.addr, "-b", master_id, "-bn", CTRL_BROKER, "-c", CTRL_CLUSTER],
+                     ["cleanBrokerMetadata", "-a", leader.addr, "-b", master_id, "-bn", CTRL_BROKER,
+                      "-c", CTRL_CLUSTER, "-l"]):
+            rc, out = env.mqadmin(args, ns=self.ns(), gen="c")
+            denied = "access denied" in out
+            c.check(denied, "Java %s mqadmin %s without credentials refused (access denied)" % (
+                GEN_VERSION["c"], args[0]))
+            if not denied:
+                c.note(tail(out))
+        after = w.master_in_controller()
+        c.check(after is not None and before is not None and after[:3] == before[:3],
+                "broker-c's master and epoch unchanged by the refused requests: %s -> %s" % (before, after))
+        rc, out = mqadmin_with_tools_yml(env, ["getSyncStateSet", "-a", leader.addr, "-b", CTRL_BROKER],
+                                         self.ns(), CTRL_ADMIN, gen="c")
+        lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln)
+        ok = after is not None and lines.get("#MasterBrokerId", "").strip() == str(after[0])
+        c.check(rc == 0 and ok, "Java %s mqadmin getSyncStateSet with the admin account in tools.yml shows master "
+                                "id %s" % (GEN_VERSION["c"], after and after[0]))
+        if not ok:
+            c.note(tail(out))
 
     def broker_epochs(self):
         """Java's and our mqadmin getBrokerEpoch -b list the same epochs for the three brokers."""
@@ -508,6 +570,8 @@ class Run:
         try:
             self.start()
             self.admin("after start")
+            if self.w.secured:
+                self.access_control()
             self.produce_first_thousand()
             victim, _ = self.kill_master(1)
             t_restart = time.time()

@@ -776,3 +776,21 @@ def live_brokers_registered(env, addr):
     """True when the nameserver at addr lists every running broker at its address under its id."""
     ci = cluster_info(addr)
     return all(broker_addrs(ci, b.name, b.broker_id) == [b.addr] for b in env.brokers.values() if b.alive())
+
+
+def mqadmin_with_tools_yml(env, args, ns, credentials, gen="5"):
+    """The Java mqadmin (one JVM) with ROCKETMQ_HOME holding conf/tools.yml = `credentials`,
+    the file MQAdminStartup reads its access key from (scenarios 12, 14, 15)."""
+    home = os.path.join(env.rundir, "rmqhome-acl")
+    conf = os.path.join(home, "conf")
+    os.makedirs(conf, exist_ok=True)
+    for n in os.listdir(os.path.join(env.rmq_home, "conf")):
+        with open(os.path.join(env.rmq_home, "conf", n), "rb") as src, open(os.path.join(conf, n), "wb") as dst:
+            dst.write(src.read())
+    with open(os.path.join(conf, "tools.yml"), "w") as f:
+        f.write("accessKey: %s\nsecretKey: %s\n" % credentials)
+    lib = env.artifacts.libdir(gen)
+    argv = [java_bin()] + env.client_jvm_opts(gen) + [
+        "-cp", lib + "/*", "org.apache.rocketmq.tools.command.MQAdminStartup"] + list(args) + ["-n", ns]
+    rc, out, _ = env.procs.run("mqadmin-acl-%s" % args[0], argv, 120, env={"ROCKETMQ_HOME": home})
+    return rc, out

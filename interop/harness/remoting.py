@@ -46,9 +46,11 @@ BROKER_HEARTBEAT = 904
 # Served by brokers (scenarios 11-13 read a slave's topic table).
 GET_ALL_TOPIC_CONFIG = 21
 # Served by controllers on their own port (scenarios 11-13).
+CONTROLLER_ELECT_MASTER = 1002
 CONTROLLER_GET_REPLICA_INFO = 1004
 CONTROLLER_GET_METADATA_INFO = 1005
 CONTROLLER_GET_SYNC_STATE_DATA = 1006
+CLEAN_BROKER_DATA = 1011
 
 # Version numbers (MQVersion ordinals).
 V4_9_3 = 399  # last release answered with legacy (unquoted-key) route JSON

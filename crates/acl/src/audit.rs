@@ -133,11 +133,13 @@ pub enum Reason {
     RateLimited,
     /// The account may not act for the broker group the request names.
     NotOwner,
+    /// A Raft RPC not signed with the controller peers' credentials.
+    NotPeer,
 }
 
 impl Reason {
     /// Every reason, in counter order.
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::NoSignature,
         Reason::UnknownAccessKey,
         Reason::BadSignature,
@@ -145,6 +147,7 @@ impl Reason {
         Reason::AddressDenied,
         Reason::RateLimited,
         Reason::NotOwner,
+        Reason::NotPeer,
     ];
 
     /// The label of the reason in logs and metrics.
@@ -157,6 +160,7 @@ impl Reason {
             Reason::AddressDenied => "address_denied",
             Reason::RateLimited => "rate_limited",
             Reason::NotOwner => "not_owner",
+            Reason::NotPeer => "not_peer",
         }
     }
 }

@@ -3,7 +3,7 @@
 //! file's hot reload and the audit lines.
 //!
 //! Off by default (`authenticationEnabled=false`, Java-compatible): the server then holds no
-//! [`Auth`] and pays one `Option` check per request. When on, [`Auth::check`] accepts a request
+//! [`Auth`] and pays one `Option` check per request. When on, [`Auth::admit`] accepts a request
 //! that needs nothing (a read in `authenticationMode=writes`), or one from an account of the
 //! accounts file whose role grants the request and whose address is allowed — identified by a
 //! RocketMQ request signature (`AccessKey` + `Signature`, see `remoting::signature`), else by a
@@ -22,6 +22,7 @@ pub mod audit;
 mod basic;
 mod failures;
 mod ownership;
+mod peer;
 pub mod policy;
 mod reload;
 mod settings;
@@ -45,6 +46,7 @@ pub use failures::{
     WINDOW as FAILURE_WINDOW,
 };
 pub use ownership::{NamePattern, NotOwned, Ownership};
+pub use peer::Peer;
 pub use policy::{access_of, Access, Role};
 pub use reload::{spawn_reloader, spawn_reloader_every};
 pub use settings::{AuthMode, Settings};
@@ -90,6 +92,12 @@ pub enum Refusal {
         /// The cluster and group the request named (clipped).
         group: NotOwned,
     },
+    /// A Raft RPC not signed with the controller peers' access key (`controllerPeerCredentials`).
+    #[error("access denied: request code {code} is a Raft RPC between controller nodes; it must be signed with the peers' credentials (controllerPeerCredentials)")]
+    NotPeer {
+        /// The request code.
+        code: i32,
+    },
     /// Too many failures of this access key (or of unsigned requests) from this address
     /// lately: refused without verifying anything until the window ends.
     #[error("access denied: too many failed attempts from {ip} ({who}); retry when the failure window ends")]
@@ -112,6 +120,7 @@ impl Refusal {
             Refusal::AddressDenied { .. } => Reason::AddressDenied,
             Refusal::NotOwner { .. } => Reason::NotOwner,
             Refusal::RateLimited { .. } => Reason::RateLimited,
+            Refusal::NotPeer { .. } => Reason::NotPeer,
         }
     }
 }
@@ -209,22 +218,57 @@ impl Auth {
         self.failures.prune(now);
     }
 
-    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
-    /// its identity is not kept). Counts and logs a refusal, and counts it against the caller's
-    /// address and [`Principal`] (its access key, unknown keys, or unsigned): a pair that failed
-    /// too often is refused before any signature is verified. `now` reads the failure-window
-    /// clock (only when some pair is blocked or a request is refused).
-    pub fn check(
+    /// Admission, the one call every port makes before any handler: whether `request` may be
+    /// served, and as whom — who sent it and whether its role grants it (`identify_request`), then,
+    /// for a broker request, whether the account owns the broker group it names
+    /// (`check_owner`). Each refusal is counted once and logged on the audit target.
+    pub fn admit(
         &self,
         caller: Caller<'_>,
         request: &RemotingCommand,
         now: impl Fn() -> Instant,
     ) -> Result<Who, Refusal> {
-        let access = access_of(request.code);
+        let (who, how) = self.identify_request(caller, request, now)?;
+        self.check_owner(&who, request)?;
+        if let Some(how) = how {
+            self.counters.accepted(how);
+        }
+        Ok(who)
+    }
+
+    /// [`Auth::admit`] without the ownership check (the unit tests' view of identification).
+    #[cfg(test)]
+    pub(crate) fn check(
+        &self,
+        caller: Caller<'_>,
+        request: &RemotingCommand,
+        now: impl Fn() -> Instant,
+    ) -> Result<Who, Refusal> {
+        let (who, how) = self.identify_request(caller, request, now)?;
+        if let Some(how) = how {
+            self.counters.accepted(how);
+        }
+        Ok(who)
+    }
+
+    /// Whether `request` may be served, and as whom ([`Who::Reader`] for an authenticated read:
+    /// its identity is not kept), ownership aside. Counts and logs a refusal, and counts it
+    /// against the caller's address and [`Principal`] (its access key, unknown keys, or
+    /// unsigned): a pair that failed too often is refused before any signature is verified.
+    /// `now` reads the failure-window clock (only when some pair is blocked or a request is
+    /// refused). An acceptance is not counted here: how it was accepted is returned, for
+    /// [`Auth::admit`] to count once ownership passed too.
+    fn identify_request(
+        &self,
+        caller: Caller<'_>,
+        request: &RemotingCommand,
+        now: impl Fn() -> Instant,
+    ) -> Result<(Who, Option<Accepted>), Refusal> {
+        let access = policy::access_of_request(request);
         if access == Access::Read && self.mode == AuthMode::Writes {
             // Open: not even a signature is checked, so clients signing for their brokers'
             // ACL with keys this server does not know keep reading routes.
-            return Ok(Who::Anonymous);
+            return Ok((Who::Anonymous, None));
         }
         let ip = caller.peer.ip().to_canonical();
         let accounts = self.accounts.load();
@@ -242,10 +286,7 @@ impl Auth {
             return Err(Refusal::RateLimited { ip, who: principal });
         }
         match identify(&accounts, caller, ip, request, access) {
-            Ok((who, how)) => {
-                self.counters.accepted(how);
-                Ok(who)
-            }
+            Ok((who, how)) => Ok((who, Some(how))),
             Err(refusal) => {
                 self.refused(caller, request, &refusal, ip, &principal, now());
                 Err(refusal)
@@ -254,12 +295,12 @@ impl Auth {
     }
 
     /// Whether the account `who` stands for owns the broker group `request` names, for a
-    /// request needing broker access (call after [`Auth::check`] accepted it). An unsigned
+    /// request needing broker access (called by [`Auth::admit`] once the caller is identified). An unsigned
     /// request from an allowed address, an account with neither `clusters` nor `brokerNames`,
     /// and a request naming no cluster or group pass. A refusal is counted and logged, not
     /// counted against the address: the caller proved who it is.
-    pub fn check_owner(&self, who: &Who, request: &RemotingCommand) -> Result<(), Refusal> {
-        if access_of(request.code) != Access::Broker {
+    fn check_owner(&self, who: &Who, request: &RemotingCommand) -> Result<(), Refusal> {
+        if policy::access_of_request(request) != Access::Broker {
             return Ok(());
         }
         let (Who::Account(key) | Who::Certificate(key)) = who else {

@@ -1,7 +1,7 @@
 //! Who may send what: the access each request code needs and the roles that grant it. One table
 //! ([`access_of`]); the README's access-control table is this one.
 
-use remoting::RequestCode as C;
+use remoting::{RemotingCommand, RequestCode as C};
 
 /// What a request needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -50,6 +50,24 @@ impl Role {
     }
 }
 
+/// The ext field of CONTROLLER_ELECT_MASTER saying an operator chose the new master.
+const DESIGNATE_ELECT: &str = "designateElect";
+
+/// The access `request` needs: [`access_of`] its code, except that CONTROLLER_ELECT_MASTER
+/// (1002) with `designateElect=true` — an operator naming the new master (`mqadmin
+/// electMaster`) — needs `admin`, while a broker's own request for an election of its group
+/// (`designateElect` false or absent) needs `broker` and is held to the account's ownership.
+/// Java: `ElectMasterRequestHeader#ofAdminTrigger` / `#ofBrokerTrigger`
+pub fn access_of_request(request: &RemotingCommand) -> Access {
+    let access = access_of(request.code);
+    if request.code == C::ControllerElectMaster.to_i32()
+        && request.ext(DESIGNATE_ELECT).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    {
+        return Access::Admin;
+    }
+    access
+}
+
 /// The access a request code needs.
 pub fn access_of(code: i32) -> Access {
     match C::from_i32(code) {
@@ -65,8 +83,10 @@ pub fn access_of(code: i32) -> Access {
         | C::AddWritePermOfBroker
         | C::DeleteTopicInNamesrv
         | C::UpdateNamesrvConfig => Access::Admin,
-        // The controller's requests (not served here: REQUEST_CODE_NOT_SUPPORTED) by what they
-        // would do: a broker's own replication bookkeeping, an operator's changes, reads.
+        // The controller's requests (the nameserver answers them REQUEST_CODE_NOT_SUPPORTED) by
+        // what they do: a broker's own replication bookkeeping (Java 5.5's `BrokerOuterAPI`
+        // sends 1001, 1002 for its own group, 1003, 1004, 1012, 1013 and the heartbeat 904),
+        // an operator's changes, reads.
         C::ControllerAlterSyncStateSet
         | C::ControllerElectMaster
         | C::ControllerRegisterBroker
@@ -139,6 +159,39 @@ mod tests {
                 assert_eq!(role.allows(access), expected, "{} sending {code:?}", role.name());
             }
         }
+    }
+
+    #[test]
+    fn the_controller_codes_need_what_the_issue_says() {
+        for (code, access) in [
+            (C::ControllerAlterSyncStateSet, Access::Broker),
+            (C::ControllerElectMaster, Access::Broker),
+            (C::ControllerRegisterBroker, Access::Broker),
+            (C::ControllerGetNextBrokerId, Access::Broker),
+            (C::ControllerApplyBrokerId, Access::Broker),
+            (C::ControllerGetReplicaInfo, Access::Read),
+            (C::ControllerGetMetadataInfo, Access::Read),
+            (C::ControllerGetSyncStateData, Access::Read),
+            (C::GetBrokerEpochCache, Access::Read),
+            (C::GetControllerConfig, Access::Read),
+            (C::UpdateControllerConfig, Access::Admin),
+            (C::CleanBrokerData, Access::Admin),
+        ] {
+            assert_eq!(access_of(code.to_i32()), access, "{code:?}");
+        }
+        let elect = |designate: Option<&str>| {
+            let mut cmd = RemotingCommand::request(C::ControllerElectMaster);
+            let mut ext = remoting::ExtFields::default();
+            ext.insert("brokerName", "bn");
+            if let Some(d) = designate {
+                ext.insert("designateElect", d);
+            }
+            cmd.ext_fields = Some(ext);
+            access_of_request(&cmd)
+        };
+        assert_eq!(elect(None), Access::Broker);
+        assert_eq!(elect(Some("false")), Access::Broker);
+        assert_eq!(elect(Some("true")), Access::Admin, "an operator's election");
     }
 
     #[test]

@@ -209,3 +209,40 @@ fn remarks_say_which_check_failed_and_never_a_secret() {
         assert!(!remark.contains("ops-secret") && !remark.contains("viewer-secret"), "{remark}");
     }
 }
+
+#[test]
+fn admit_checks_the_role_and_then_the_ownership_counting_each_refusal_once() {
+    let file = r#"
+accounts:
+  - {accessKey: broker-a, secretKey: "a-secret", role: broker, brokerNames: [bn-a]}
+  - {accessKey: viewer, secretKey: "viewer-secret", role: reader}
+"#;
+    let auth = Auth::new(
+        AuthMode::Writes,
+        PathBuf::from("/unused"),
+        Accounts::parse(file).expect("valid"),
+    );
+    let local = caller("127.0.0.1:1");
+    let for_group = |name: &str, key: &str, secret: &str| {
+        let fields: ExtFields = [("clusterName", "c"), ("brokerName", name)].into_iter().collect();
+        let mut request =
+            RemotingCommand::request(C::ControllerAlterSyncStateSet).with_ext_fields(fields);
+        Credentials::new(key, secret).sign(&mut request);
+        request
+    };
+    assert_eq!(
+        auth.admit(local, &for_group("bn-a", "broker-a", "a-secret"), now),
+        Ok(Who::Account("broker-a".into()))
+    );
+    let refused = auth.admit(local, &for_group("bn-victim", "broker-a", "a-secret"), now);
+    assert!(matches!(refused, Err(Refusal::NotOwner { .. })), "{refused:?}");
+    let refused = auth.admit(local, &for_group("bn-a", "viewer", "viewer-secret"), now);
+    assert!(matches!(refused, Err(Refusal::RoleDenied { .. })), "{refused:?}");
+    assert_eq!(auth.counters.refused_count(Reason::NotOwner), 1);
+    assert_eq!(auth.counters.refused_count(Reason::RoleDenied), 1);
+    assert_eq!(
+        auth.counters.accepted_count(Accepted::Signature),
+        1,
+        "an ownership refusal is no acceptance"
+    );
+}

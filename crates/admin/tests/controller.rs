@@ -63,6 +63,7 @@ impl Controllers {
                 tokio::spawn(controller::server::serve(
                     listener,
                     node.clone(),
+                    controller::Guard::open(),
                     std::future::pending(),
                 ));
                 nodes.push(node);

@@ -142,6 +142,67 @@ conf::config_struct! {
     /// older entries are purged (default 1024). Read at start.
     raft_snapshot_logs: i64 = "raftSnapshotLogs", 1024;
 
+    // ---- TLS on the controller port: the nameserver's `tls.*` keys (JVM system properties in
+    // Java, whose controller reads them like its nameserver); embedded in the nameserver, the
+    // nameserver's own TLS context serves the controller port too ----
+    /// TLS on the controller port: `disabled`, `permissive` (TLS and plaintext on one port; the
+    /// default) or `enforcing` (plaintext closes the connection). `enforcing` needs a group of
+    /// one node: the Raft RPCs between nodes travel in plaintext (signed with
+    /// `controllerPeerCredentials`).
+    #[key(system_property)]
+    tls_server_mode: Option<String> = "tls.server.mode", None;
+    /// When `true` (the default when unset), TLS uses a self-signed certificate generated at
+    /// start and ignores `tls.server.certPath` and `tls.server.keyPath`.
+    #[key(system_property)]
+    tls_test_mode_enable: Option<String> = "tls.test.mode.enable", None;
+    /// Client certificates: `none` (the default), `optional` or `require`.
+    #[key(system_property)]
+    tls_server_need_client_auth: Option<String> = "tls.server.need.client.auth", None;
+    /// The PEM private key. Reloaded without a restart when the file changes.
+    #[key(system_property)]
+    tls_server_key_path: Option<String> = "tls.server.keyPath", None;
+    /// The password of an encrypted PKCS#8 `tls.server.keyPath`.
+    #[key(system_property)]
+    tls_server_key_password: Option<String> = "tls.server.keyPassword", None;
+    /// The PEM certificate chain, leaf first. Reloaded without a restart when the file changes.
+    #[key(system_property)]
+    tls_server_cert_path: Option<String> = "tls.server.certPath", None;
+    /// `true` checks client certificates against `tls.server.trustCertPath` (only a checked
+    /// certificate's CN names an account); default `false`, as in Java.
+    #[key(system_property)]
+    tls_server_auth_client: Option<String> = "tls.server.authClient", None;
+    /// The PEM CA certificates client certificates must chain to.
+    #[key(system_property)]
+    tls_server_trust_cert_path: Option<String> = "tls.server.trustCertPath", None;
+    /// A properties file whose `tls.*` keys override these (all but `tls.server.mode`);
+    /// `/etc/rocketmq/tls.properties` when unset.
+    #[key(system_property)]
+    tls_config_file: Option<String> = "tls.config.file", None;
+
+    // ---- Access control on the controller port (the nameserver's keys, same meaning; no Java
+    // counterpart). Embedded in the nameserver, the nameserver's gate serves both ports. ----
+    /// `authenticationEnabled`: check who sends each controller request against the accounts
+    /// of `authConfigPath` (RocketMQ signatures, client certificates, allowed addresses):
+    /// reads (1004–1007, 1010) need `reader`, a broker's requests (904, 1001, 1002 for its own
+    /// group, 1003, 1012, 1013) `broker` and the account's `clusters`/`brokerNames`, and
+    /// 1009, 1011 and an operator's 1002 (`designateElect=true`) `admin`; refused with
+    /// NO_PERMISSION (16). Raft RPCs must then be signed with `controllerPeerCredentials`.
+    /// Default `false` (Java-compatible). Read at start; 1009 may not change it.
+    authentication_enabled: Option<bool> = "authenticationEnabled", None;
+    /// `authConfigPath`: the accounts file, the nameserver's format. Default
+    /// `$HOME/controller/auth.yml`. Re-read within a second of a change. Read at start.
+    auth_config_path: Option<String> = "authConfigPath", None;
+    /// `authenticationMode`: `writes` (default: reads stay open) or `all`. Read at start.
+    authentication_mode: Option<String> = "authenticationMode", None;
+    /// `controllerPeerCredentials`: the identity every node of the group signs its Raft RPCs
+    /// (vote, append, snapshot) with, shaped like a broker's `innerClientAuthenticationCredentials`:
+    /// `{"accessKey":"peers","secretKey":"…"}`, the same on every node. With
+    /// `authenticationEnabled`, a Raft RPC not signed with it is refused (16) before Raft sees
+    /// it, so a client that is not a peer can neither vote nor append; required then when the
+    /// group has more than one node. It is not an account of the accounts file. Never shown
+    /// (`******`). Read at start.
+    controller_peer_credentials: Option<String> = "controllerPeerCredentials", None;
+
     // ---- this implementation's HTTP listener (no Java equivalent) ----
     /// `httpListenPort`: the port of the node's HTTP listener: Prometheus metrics at
     /// `/metrics` (`rocketmq_controller_*`), liveness at `/healthz`, readiness at `/readyz`
@@ -177,6 +238,24 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
 /// Keys UPDATE_CONTROLLER_CONFIG may never change, whatever `configBlackList` says.
 /// Java: `ControllerRequestProcessor#initConfigBlackList`
 pub const FIXED_BLACK_LIST: [&str; 3] = ["configBlackList", "configStorePath", "rocketmqHome"];
+
+/// Keys 1009 may never change either: who may do what, and TLS (an admin account must not be
+/// able to turn access control off over the wire).
+pub const SECURITY_KEYS: [&str; 13] = [
+    "authenticationEnabled",
+    "authConfigPath",
+    "authenticationMode",
+    "controllerPeerCredentials",
+    "tls.server.mode",
+    "tls.test.mode.enable",
+    "tls.server.need.client.auth",
+    "tls.server.keyPath",
+    "tls.server.keyPassword",
+    "tls.server.certPath",
+    "tls.server.authClient",
+    "tls.server.trustCertPath",
+    "tls.config.file",
+];
 
 /// One controller node: its DLedger id and its address (Raft and remoting share it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,6 +323,35 @@ impl Config {
                 "not among the ids of controllerDLegerPeers",
             ));
         }
+        if let Some(mode) = &self.authentication_mode {
+            if acl::AuthMode::parse(mode).is_none() {
+                return Err(conf::table::invalid(
+                    "authenticationMode",
+                    mode,
+                    "expected writes or all",
+                ));
+            }
+        }
+        let peer = self.peer_credentials()?;
+        if self.authentication_enabled == Some(true) && peer.is_none() && peers.len() > 1 {
+            return Err(conf::table::invalid(
+                "controllerPeerCredentials",
+                "",
+                "required with authenticationEnabled=true in a group of more than one node \
+                 (the nodes sign their Raft RPCs with it)",
+            ));
+        }
+        if peers.len() > 1
+            && transport::TlsMode::parse(self.tls_server_mode.as_deref())
+                == transport::TlsMode::Enforcing
+        {
+            return Err(conf::table::invalid(
+                "tls.server.mode",
+                "enforcing",
+                "needs a group of one node: the nodes' Raft RPCs travel in plaintext; use \
+                 permissive (with authenticationEnabled they are signed)",
+            ));
+        }
         if self.bind_address.is_empty() {
             return Err(conf::table::invalid(
                 "bindAddress",
@@ -309,9 +417,63 @@ impl Config {
     /// The keys UPDATE_CONTROLLER_CONFIG may not change: [`FIXED_BLACK_LIST`] plus the
     /// `configBlackList` value split on `;`. Java: `ControllerRequestProcessor#initConfigBlackList`
     pub fn black_list(&self) -> BTreeSet<String> {
-        let mut list: BTreeSet<String> = FIXED_BLACK_LIST.iter().map(|k| (*k).to_owned()).collect();
+        let mut list: BTreeSet<String> =
+            FIXED_BLACK_LIST.iter().chain(&SECURITY_KEYS).map(|k| (*k).to_owned()).collect();
         list.extend(self.config_black_list.split(';').filter(|k| !k.is_empty()).map(str::to_owned));
         list
+    }
+
+    /// The access-control settings of a standalone controller (`authenticationEnabled`,
+    /// `authenticationMode`, `authConfigPath`, default `$HOME/controller/auth.yml`).
+    pub fn acl_settings(&self) -> acl::Settings {
+        acl::Settings {
+            enabled: self.authentication_enabled.unwrap_or(false),
+            mode: self
+                .authentication_mode
+                .as_deref()
+                .and_then(acl::AuthMode::parse)
+                .unwrap_or_default(),
+            path: self
+                .auth_config_path
+                .clone()
+                .map_or_else(|| PathBuf::from(home_path("controller/auth.yml")), PathBuf::from),
+            failure_window: None,
+        }
+    }
+
+    /// `controllerPeerCredentials` parsed: `{"accessKey":…,"secretKey":…}`, as a broker's
+    /// `innerClientAuthenticationCredentials`; `None` when unset or empty.
+    pub fn peer_credentials(&self) -> Result<Option<acl::Peer>, ConfigError> {
+        let Some(raw) =
+            self.controller_peer_credentials.as_deref().filter(|r| !r.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Pair {
+            access_key: String,
+            secret_key: String,
+        }
+        let bad = |why: String| {
+            conf::table::invalid("controllerPeerCredentials", conf::table::REDACTED, &why)
+        };
+        let pair: Pair = serde_json::from_str(raw)
+            .map_err(|_| bad("expected {\"accessKey\":\"…\",\"secretKey\":\"…\"}".into()))?;
+        acl::Peer::new(&pair.access_key, &pair.secret_key).map(Some).map_err(bad)
+    }
+
+    /// The `tls.*` settings of the controller port: these keys, overridden by the file
+    /// `tls.config.file` names when it exists. Java: `TlsHelper#extractTlsConfigFromFile`
+    pub fn tls_settings(&self) -> transport::TlsSettings {
+        let lookup = |key: &str| self.get(key);
+        let file = transport::TlsSettings::config_file_path(lookup);
+        let overrides: std::collections::BTreeMap<String, String> = std::fs::read(&file)
+            .ok()
+            .and_then(|bytes| conf::properties::parse_bytes(&bytes).ok())
+            .map(|entries| entries.into_iter().collect())
+            .unwrap_or_default();
+        transport::TlsSettings::from_layers(lookup, |key| overrides.get(key).cloned())
     }
 
     /// `scanNotActiveBrokerInterval` as a duration.

@@ -13,6 +13,7 @@ pub mod config;
 pub mod dispatch;
 pub mod elect;
 pub mod failover;
+pub mod guard;
 pub mod handler;
 pub mod liveness;
 pub mod metrics;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 pub use config::{Config, SharedConfig};
+pub use guard::{Guard, GuardError};
 pub use node::{Node, StartError};
 
 /// Why the controller port cannot be bound.
@@ -62,13 +64,15 @@ pub async fn bind(config: &Config) -> Result<TcpListener, BindError> {
 }
 
 /// Starts a controller node with `config` and serves its port on `listener` until `shutdown`
-/// completes (or the node stops); then stops accepting, closes connections and stops Raft.
+/// completes (or the node stops), with the TLS and access control its keys describe
+/// ([`Guard::from_config`]); then stops accepting, closes connections and stops Raft.
 pub async fn run(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
+    let guard = Guard::from_config(&config)?;
     let node = Node::start(Arc::new(SharedConfig::new(config)), None).await?;
-    server::serve(listener, node, shutdown).await;
+    server::serve(listener, node, guard, shutdown).await;
     Ok(())
 }

@@ -46,6 +46,8 @@ pub enum StartError {
     Raft(String),
     #[error("peer ids {0} and {1} map to the same Raft id; rename one")]
     IdCollision(String, String),
+    #[error(transparent)]
+    Guard(#[from] crate::guard::GuardError),
 }
 
 /// Why a request could not be answered from the tables.
@@ -146,6 +148,8 @@ impl Node {
                 connect_timeout: Duration::from_secs(1),
                 request_timeout: Duration::from_secs(3),
                 language: LanguageCode::Java,
+                // The peers' Raft RPCs are signed (`controllerPeerCredentials`).
+                credentials: snapshot.peer_credentials()?.map(|p| p.credentials().clone()),
                 ..ClientConfig::default()
             },
         )

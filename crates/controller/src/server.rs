@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use remoting::{RemotingCodec, RemotingCommand, ResponseCode};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::dispatch;
 use crate::failover;
+use crate::guard::{Conn, Guard};
 use crate::metrics::Trigger;
 use crate::node::Node;
 use crate::raft::network;
@@ -59,7 +60,13 @@ struct Pool {
 
 /// Serves the controller port on `listener` for `node` until `shutdown` completes, then stops
 /// accepting, closes the connections and stops the node.
-pub async fn serve(listener: TcpListener, node: Arc<Node>, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    node: Arc<Node>,
+    guard: Guard,
+    shutdown: impl Future<Output = ()>,
+) {
+    let guard = Arc::new(guard);
     let stop = node.stop_token();
     let conns = Arc::new(Connections::default());
     let config = node.config().snapshot();
@@ -85,9 +92,34 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, shutdown: impl Future
                 Ok((tcp, peer)) => {
                     let _ = tcp.set_nodelay(true);
                     let (node, conns, pool) = (node.clone(), conns.clone(), pool.clone());
+                    let guard = guard.clone();
                     tokio::spawn(async move {
                         let (id, close) = conns.open();
-                        serve_connection(&node, tcp, id, close, &pool, idle).await;
+                        // TLS as `tls.server.mode` says; a PROXY preface is never honoured here.
+                        let negotiated = transport::accept(
+                            tcp,
+                            peer,
+                            transport::Preface::Refused,
+                            &guard.tls,
+                            Some(idle),
+                            transport::HANDSHAKE_TIMEOUT,
+                        )
+                        .await;
+                        match negotiated {
+                            Ok(negotiated) => {
+                                let conn = Conn {
+                                    id,
+                                    peer: negotiated.peer,
+                                    certificate_cn: negotiated.certificate_cn.map(Arc::from),
+                                };
+                                let stream = negotiated.stream;
+                                serve_connection(&node, &guard, stream, conn, close, &pool, idle)
+                                    .await;
+                            }
+                            Err(e) => {
+                                tracing::debug!(%peer, error = %e, reason = e.reason(), "controller connection refused during negotiation");
+                            }
+                        }
                         conns.close(id);
                         tracing::debug!(%peer, "controller connection closed");
                         let gone = node.with_heartbeats(|t| t.connection_closed(id));
@@ -119,13 +151,15 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, shutdown: impl Future
 
 async fn serve_connection(
     node: &Arc<Node>,
-    tcp: TcpStream,
-    conn: u64,
+    guard: &Arc<Guard>,
+    stream: transport::BoxedStream,
+    conn: Conn,
     close: CancellationToken,
     pool: &Arc<Pool>,
     idle: Duration,
 ) {
-    let (read, write) = tcp.into_split();
+    let conn = Arc::new(conn);
+    let (read, write) = tokio::io::split(stream);
     let mut frames = FramedRead::new(read, RemotingCodec::new());
     let (tx, mut rx) = mpsc::channel::<RemotingCommand>(1024);
     let writer = tokio::spawn(async move {
@@ -151,12 +185,12 @@ async fn serve_connection(
         };
         let request = match next {
             Err(_) => {
-                tracing::info!(conn, "controller connection idle; closing");
+                tracing::info!(conn = conn.id, "controller connection idle; closing");
                 break;
             }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
-                tracing::warn!(conn, error = %e, "bad frame; closing the connection");
+                tracing::warn!(conn = conn.id, error = %e, "bad frame; closing the connection");
                 break;
             }
             Ok(Some(Ok(request))) => request,
@@ -164,7 +198,7 @@ async fn serve_connection(
         let code = request.code;
         if network::is_raft_rpc(code) || code == remoting::RequestCode::BrokerHeartbeat.to_i32() {
             // In order on this connection, never behind a slow controller request.
-            if let Some(resp) = dispatch(node, conn, request).await {
+            if let Some(resp) = dispatch(node, guard, &conn, request).await {
                 if tx.send(resp).await.is_err() {
                     break;
                 }
@@ -183,12 +217,13 @@ async fn serve_connection(
             continue;
         }
         let (node, pool, tx) = (node.clone(), pool.clone(), tx.clone());
+        let (guard, conn) = (guard.clone(), conn.clone());
         pool.waiting.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let permit = pool.running.acquire().await;
             pool.waiting.fetch_sub(1, Ordering::Relaxed);
             let Ok(_permit) = permit else { return };
-            if let Some(resp) = dispatch(&node, conn, request).await {
+            if let Some(resp) = dispatch(&node, &guard, &conn, request).await {
                 let _ = tx.send(resp).await;
             }
         });

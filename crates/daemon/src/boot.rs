@@ -125,6 +125,8 @@ pub async fn controller(config: ::controller::Config) -> Result<(), BootError> {
     let http_off = config.http_listen_port == 0;
     let self_id = config.controller_dleger_self_id.clone().unwrap_or_default();
     let group = config.group().to_owned();
+    let guard = ::controller::Guard::from_config(&config)
+        .map_err(|e| BootError::ControllerStart(e.into()))?;
     let node = ::controller::Node::start(Arc::new(::controller::SharedConfig::new(config)), None)
         .await
         .map_err(BootError::ControllerStart)?;
@@ -136,6 +138,6 @@ pub async fn controller(config: ::controller::Config) -> Result<(), BootError> {
         None if http_off => println!("HTTP listener disabled (httpListenPort=0)"),
         None => println!("HTTP listener not serving (see the error above)"),
     }
-    crate::standalone::serve(listener, http, node, shutdown).await;
+    crate::standalone::serve(listener, http, node, guard, shutdown).await;
     Ok(())
 }

@@ -17,8 +17,24 @@ use tokio::task::JoinHandle;
 use namesrv::config::{Config, ConfigError};
 
 /// `-p` lines of the controller's keys that are the nameserver's own when it is embedded: its
-/// HTTP listener (the controller's metrics are on the nameserver's `/metrics`).
-pub const NAMESRV_OWNED: [&str; 2] = ["httpListenPort=", "httpBindAddress="];
+/// HTTP listener (the controller's metrics are on the nameserver's `/metrics`), its TLS and its
+/// access control (the controller port shares the nameserver's).
+pub const NAMESRV_OWNED: [&str; 14] = [
+    "httpListenPort=",
+    "httpBindAddress=",
+    "authenticationEnabled=",
+    "authConfigPath=",
+    "authenticationMode=",
+    "tls.server.mode=",
+    "tls.test.mode.enable=",
+    "tls.server.need.client.auth=",
+    "tls.server.keyPath=",
+    "tls.server.keyPassword=",
+    "tls.server.certPath=",
+    "tls.server.authClient=",
+    "tls.server.trustCertPath=",
+    "tls.config.file=",
+];
 
 /// The controller configuration from the nameserver's file: its controller keys only, as Java
 /// applies the same properties to a fresh `ControllerConfig` (so `configStorePath` is the
@@ -41,12 +57,28 @@ fn read_entries(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
         .map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
 }
 
+/// The embedded controller's guard: the nameserver's TLS context and access-control gate (so
+/// one failure window, one set of counters and one accounts file serve both ports) and the
+/// peers' credentials of the controller keys.
+pub fn guard(
+    config: &controller::Config,
+    tls: &Arc<transport::TlsContext>,
+    auth: Option<&Arc<acl::Auth>>,
+) -> Result<controller::Guard, ConfigError> {
+    Ok(controller::Guard {
+        tls: Arc::clone(tls),
+        auth: auth.cloned(),
+        peer: config.peer_credentials()?.map(Arc::new),
+    })
+}
+
 /// Binds the controller port and starts the node in the background (recorded in `slot` once
 /// started, for the nameserver's `/metrics` and dashboard); serves until `shutdown`. Failures
 /// are logged, never returned: the nameserver goes on without its controller.
 pub fn spawn(
     config: controller::Config,
     listener: Option<TcpListener>,
+    guard: controller::Guard,
     slot: ops::EmbeddedController,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
@@ -76,6 +108,6 @@ pub fn spawn(
         };
         slot.set(node.clone());
         println!("The ControllerManager boot success. serializeType=JSON, address {addr}");
-        controller::server::serve(listener, node, shutdown).await;
+        controller::server::serve(listener, node, guard, shutdown).await;
     })
 }

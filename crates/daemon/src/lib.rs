@@ -55,7 +55,7 @@ impl From<namesrv::StateError> for RunError {
 pub struct Daemon {
     state: Arc<State>,
     tls: Arc<transport::TlsContext>,
-    controller: Option<::controller::Config>,
+    controller: Option<(::controller::Config, ::controller::Guard)>,
 }
 
 impl Daemon {
@@ -86,6 +86,13 @@ impl Daemon {
         }
         let tls = Arc::new(transport::TlsContext::new(settings)?);
         let auth = acl::Auth::from_settings(&config.acl_settings())?.map(Arc::new);
+        let controller = match controller {
+            Some(c) => {
+                let guard = embedded::guard(&c, &tls, auth.as_ref())?;
+                Some((c, guard))
+            }
+            None => None,
+        };
         let state = namesrv::build_state(config, auth)?;
         Ok(Daemon { state, tls, controller })
     }
@@ -105,9 +112,9 @@ impl Daemon {
         let (state, tls) = (self.state, self.tls);
         let stop_controller = CancellationToken::new();
         let slot = ops::EmbeddedController::default();
-        let embedded = self.controller.map(|config| {
+        let embedded = self.controller.map(|(config, guard)| {
             let stopped = stop_controller.clone().cancelled_owned();
-            embedded::spawn(config, controller_listener, slot.clone(), stopped)
+            embedded::spawn(config, controller_listener, guard, slot.clone(), stopped)
         });
         let stopped = CancellationToken::new();
         let mut tasks = Vec::new();

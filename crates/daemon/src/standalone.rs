@@ -27,12 +27,15 @@ pub async fn bind_http(config: &controller::Config) -> Result<Option<TcpListener
     listen::listen(host_key, host, "httpListenPort", config.http_listen_port).await.map(Some)
 }
 
-/// Serves `node` on `peer` (the controller port) and, if given, its HTTP listener on `http`
-/// until `shutdown` completes; the HTTP listener stops once the node has.
+/// Serves `node` on `peer` (the controller port, behind `guard`: its TLS and access control,
+/// with the certificate and accounts files watched and reloaded) and, if given, its HTTP
+/// listener on `http` until `shutdown` completes; the HTTP listener and the watchers stop once
+/// the node has.
 pub async fn serve(
     peer: TcpListener,
     http: Option<TcpListener>,
     node: Arc<controller::Node>,
+    guard: controller::Guard,
     shutdown: impl Future<Output = ()>,
 ) {
     let http_stop = CancellationToken::new();
@@ -40,9 +43,17 @@ pub async fn serve(
         let stopped = http_stop.clone().cancelled_owned();
         tokio::spawn(ops::serve_controller(listener, node.clone(), stopped))
     });
-    controller::server::serve(peer, node, shutdown).await;
+    let mut watchers = Vec::new();
+    if let Some(auth) = &guard.auth {
+        watchers.push(acl::spawn_reloader(Arc::clone(auth), http_stop.clone().cancelled_owned()));
+    }
+    if guard.tls.mode() != transport::TlsMode::Disabled {
+        let tls = Arc::clone(&guard.tls);
+        watchers.push(transport::spawn_reloader(tls, http_stop.clone().cancelled_owned()));
+    }
+    controller::server::serve(peer, node, guard, shutdown).await;
     http_stop.cancel();
-    if let Some(task) = http {
+    for task in watchers.into_iter().chain(http) {
         let _ = task.await;
     }
 }

@@ -50,9 +50,7 @@ pub fn admit(
         proxy: conn.proxy,
         certificate_cn: conn.certificate_cn.as_deref(),
     };
-    let who = gate.check(caller, request, tokio::time::Instant::now)?;
-    gate.check_owner(&who, request)?;
-    Ok(who)
+    Ok(gate.admit(caller, request, tokio::time::Instant::now)?)
 }
 
 /// The answer to write for a request whose handling ended in `error` (e.g. a refusal by

@@ -165,7 +165,7 @@ fn refusal_response(refusal: &acl::Refusal) -> Response {
             StatusCode::UNAUTHORIZED,
             "access denied: unknown access key or wrong secret key".to_owned(),
         ),
-        R::RoleDenied { .. } | R::AddressDenied { .. } | R::NotOwner { .. } => {
+        R::RoleDenied { .. } | R::AddressDenied { .. } | R::NotOwner { .. } | R::NotPeer { .. } => {
             (StatusCode::FORBIDDEN, refusal.to_string())
         }
         R::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, refusal.to_string()),

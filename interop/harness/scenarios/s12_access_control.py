@@ -5,7 +5,7 @@ import os
 import time
 
 from .. import remoting as rm
-from ..fixture import GEN_VERSION, Broker, Namesrv, broker_addrs, java_bin
+from ..fixture import GEN_VERSION, Broker, Namesrv, broker_addrs, java_bin, mqadmin_with_tools_yml
 from ..output import parse_result, server_log_count, tail
 from ..procs import wait_until
 from ..topics import RUN_TAG, create_topic
@@ -60,24 +60,6 @@ def acl_route_perm(addr, credentials=None):
     perms = {q.get("perm") for q in json.loads(rm.normalize_legacy_json(r.body_text())).get("queueDatas", [])
              if q.get("brokerName") == ACL_BROKER}
     return perms.pop() if len(perms) == 1 else None
-
-
-def mqadmin_with_tools_yml(env, args, ns, credentials):
-    """The Java mqadmin (one JVM) with ROCKETMQ_HOME holding conf/tools.yml = `credentials`,
-    the file MQAdminStartup reads its access key from."""
-    home = os.path.join(env.rundir, "rmqhome-acl")
-    conf = os.path.join(home, "conf")
-    os.makedirs(conf, exist_ok=True)
-    for n in os.listdir(os.path.join(env.rmq_home, "conf")):
-        with open(os.path.join(env.rmq_home, "conf", n), "rb") as src, open(os.path.join(conf, n), "wb") as dst:
-            dst.write(src.read())
-    with open(os.path.join(conf, "tools.yml"), "w") as f:
-        f.write("accessKey: %s\nsecretKey: %s\n" % credentials)
-    lib = env.artifacts.libdir("5")
-    argv = [java_bin()] + env.client_jvm_opts("5") + [
-        "-cp", lib + "/*", "org.apache.rocketmq.tools.command.MQAdminStartup"] + list(args) + ["-n", ns]
-    rc, out, _ = env.procs.run("mqadmin-acl-%s" % args[0], argv, 120, env={"ROCKETMQ_HOME": home})
-    return rc, out
 
 
 def s12_access_control(env, c):

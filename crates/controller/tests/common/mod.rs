@@ -114,8 +114,9 @@ impl Group {
         let stop = CancellationToken::new();
         let token = stop.clone();
         let served_node = node.clone();
+        let guard = controller::Guard::from_config(&self.config(i)).expect("guard");
         let served = tokio::spawn(async move {
-            controller::server::serve(listener, served_node, token.cancelled_owned()).await;
+            controller::server::serve(listener, served_node, guard, token.cancelled_owned()).await;
         });
         Running { node, stop, served }
     }

@@ -28,6 +28,12 @@ pub struct Standalone {
 impl Standalone {
     /// Starts group `group` (fast Raft timings, store in a temp dir) and serves it.
     pub async fn start(group: &str) -> Self {
+        Self::start_with(group, &[]).await
+    }
+
+    /// [`Standalone::start`] with these keys set too (TLS, access control), read as
+    /// `mqcontroller` reads its `-c` file: the controller port's guard comes from them.
+    pub async fn start_with(group: &str, keys: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let peer = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind peer");
         let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind http");
@@ -45,12 +51,19 @@ impl Standalone {
             scan_inactive_master_interval: 500,
             ..controller::Config::default()
         };
+        let mut config = config;
+        for (key, value) in keys {
+            config.set_known(key, value).expect("a known key");
+        }
+        config.validate().expect("valid");
+        let guard = controller::Guard::from_config(&config).expect("guard");
         let node = controller::Node::start(Arc::new(controller::SharedConfig::new(config)), None)
             .await
             .expect("node starts");
         let stop = CancellationToken::new();
         let stopped = stop.clone().cancelled_owned();
-        let task = tokio::spawn(daemon::standalone::serve(peer, Some(http), node.clone(), stopped));
+        let task =
+            tokio::spawn(daemon::standalone::serve(peer, Some(http), node.clone(), guard, stopped));
         Self { addr, http: http_addr, node, stop, task: Some(task), _dir: dir }
     }
 
