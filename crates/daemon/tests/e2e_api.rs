@@ -343,9 +343,11 @@ async fn stats_keep_a_history_of_rate_and_latency() {
         assert!(std::time::Instant::now() < deadline, "no point with requests in 30 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    // 21 requests in one 5 s step (or spread over two).
+    // 21 requests in one 5 s step (or spread over two). The rate divides by the step's measured
+    // length, which a late previous tick can make a little under 5 s (4.2008 was seen): allow
+    // it 10 % shorter, still far below a double count's 8.4.
     let rate = point["rate"].as_f64().expect("rate");
-    assert!(rate > 0.0 && rate <= 21.0 / 5.0 + 1e-9, "{point}");
+    assert!(rate > 0.0 && rate <= 21.0 / 4.5, "{point}");
     assert!(point["meanMicros"].as_f64().expect("mean") > 0.0, "{point}");
     assert!(point["p99Micros"].as_f64().expect("p99") > 0.0, "{point}");
     assert!(point["timeMs"].as_u64().expect("time") > 0);
