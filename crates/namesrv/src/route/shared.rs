@@ -54,14 +54,9 @@ pub enum RouteForm {
 pub struct Routes {
     current: ArcSwap<RouteTable>,
     /// Serializes writers; holds the replaced snapshots some reader still had (see
-    /// [`Routes::retire`]).
+    /// `crate::retired`).
     writer: Mutex<Vec<Arc<RouteTable>>>,
 }
-
-/// How long a writer waits for readers to let go of the snapshot it replaced, so that it frees
-/// that snapshot itself. Readers hold one for microseconds; one held longer (a listing being
-/// encoded) is kept and freed by a later write.
-const RETIRE_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Default for Routes {
     fn default() -> Self {
@@ -93,23 +88,8 @@ impl Routes {
         let result = f(&mut next);
         let replaced = self.current.swap(Arc::new(next));
         retired.push(replaced);
-        Self::retire(&mut retired);
+        crate::retired::free_unheld(&mut retired);
         result
-    }
-
-    /// Frees the replaced snapshots no reader holds any more, on the writer's thread. Otherwise
-    /// the last reader of a snapshot would free it, and with it whatever the write replaced:
-    /// after a 50,000-topic table changed, ≈ 40 ms of freeing on a connection worker, in the
-    /// middle of the route reads it serves. Waits up to [`RETIRE_WAIT`] for readers to finish.
-    fn retire(retired: &mut Vec<Arc<RouteTable>>) {
-        let deadline = std::time::Instant::now() + RETIRE_WAIT;
-        loop {
-            retired.retain(|table| Arc::strong_count(table) > 1);
-            if retired.is_empty() || std::time::Instant::now() >= deadline {
-                return;
-            }
-            std::thread::yield_now();
-        }
     }
 
     /// Replaces the whole table (a route snapshot restored at start-up).
