@@ -107,7 +107,7 @@ pub async fn register(
     // live entry at once, so a queue behind a read storm never expires it.
     let header: RegisterBrokerRequestHeader = request.decode_header();
     if let (Some(cluster), Some(addr)) = (&header.cluster_name, &header.broker_addr) {
-        state.routes.heartbeat(cluster, addr, state.now_ms());
+        state.routes.snapshot().heartbeat(cluster, addr, state.now_ms());
     }
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     state
@@ -153,7 +153,9 @@ fn register_counted(
     // Where this address's last fully applied body had its DataVersion (and that body's
     // digest), and this body digested around the same place.
     let stamped = match (&header.cluster_name, &header.broker_addr) {
-        (Some(cluster), Some(addr)) if !compressed => state.routes.version_frame(cluster, addr),
+        (Some(cluster), Some(addr)) if !compressed => {
+            state.routes.snapshot().version_frame(cluster, addr)
+        }
         _ => None,
     };
     let around = stamped.and_then(|(frame, _)| digest_around_version(&fields, body_bytes, frame));
@@ -254,7 +256,8 @@ fn register_counted(
         request_digest: Some(request_digest),
         version_frame,
     };
-    match state.routes.register_broker(registration, state.now_ms(), delete_topics) {
+    let now_ms = state.now_ms();
+    match state.routes.write(|t| t.register_broker(registration, now_ms, delete_topics)) {
         Ok(outcome) => {
             state.event(event);
             (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
@@ -404,7 +407,7 @@ pub fn query_data_version(state: &State, request: &RemotingCommand) -> HandlerRe
     let cluster = header.cluster_name.unwrap_or_default();
     let addr = header.broker_addr.unwrap_or_default();
     let (changed, stored) =
-        state.routes.query_data_version(&cluster, &addr, data_version, state.now_ms());
+        state.routes.snapshot().query_data_version(&cluster, &addr, data_version, state.now_ms());
     let mut response =
         success().with_header(&QueryDataVersionResponseHeader { changed: Some(changed) });
     if let Some(stored) = stored {
@@ -417,7 +420,7 @@ pub fn query_data_version(state: &State, request: &RemotingCommand) -> HandlerRe
 pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: BrokerHeartbeatRequestHeader = request.decode_header();
     if let (Some(cluster), Some(addr)) = (header.cluster_name, header.broker_addr) {
-        state.routes.heartbeat(&cluster, &addr, state.now_ms());
+        state.routes.snapshot().heartbeat(&cluster, &addr, state.now_ms());
     }
     Ok(success())
 }
@@ -426,7 +429,10 @@ pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
 /// Java: `DefaultRequestProcessor#wipeWritePermOfBroker`
 pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header.broker_name.as_deref().map_or(0, |name| state.routes.wipe_write_perm(name));
+    let count = header
+        .broker_name
+        .as_deref()
+        .map_or(0, |name| state.routes.write(|t| t.wipe_write_perm(name)));
     info!(
         broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
         count, "wiped write permission"
@@ -440,7 +446,10 @@ pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResul
 /// Java: `DefaultRequestProcessor#addWritePermOfBroker`
 pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header.broker_name.as_deref().map_or(0, |name| state.routes.add_write_perm(name));
+    let count = header
+        .broker_name
+        .as_deref()
+        .map_or(0, |name| state.routes.write(|t| t.add_write_perm(name)));
     info!(
         broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
         count, "added write permission"
@@ -460,7 +469,7 @@ fn perm_event(kind: EventKind, name: Option<&str>, count: i32) -> NewEvent {
 /// Java: `DefaultRequestProcessor#getBrokerMemberGroup`
 pub fn member_group(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: GetBrokerMemberGroupRequestHeader = request.decode_header();
-    let body = state.routes.broker_member_group(
+    let body = state.routes.snapshot().broker_member_group(
         header.cluster_name.as_deref().unwrap_or_default(),
         header.broker_name.as_deref().unwrap_or_default(),
     );
