@@ -148,50 +148,12 @@ fn register_counted(
     let delete_topics = config.delete_topic_with_broker_registration;
     let zone_name = request.ext(ZONE_NAME);
     let compressed = header.compressed.unwrap_or(false);
-    let body_bytes = request.body_bytes();
     let fields = digest_fields(request, &header, zone_name, delete_topics);
-    // Where this address's last fully applied body had its DataVersion (and that body's
-    // digest), and this body digested around the same place.
-    let stamped = match (&header.cluster_name, &header.broker_addr) {
-        (Some(cluster), Some(addr)) if !compressed => {
-            state.routes.snapshot().version_frame(cluster, addr)
-        }
-        _ => None,
-    };
-    let around = stamped.and_then(|(frame, _)| digest_around_version(&fields, body_bytes, frame));
-    let rest_unchanged =
-        matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
-    // This body's own frame: the stamped one when all but the version is unchanged, else where
-    // a skim finds its DataVersion (`None`: the body is digested whole).
-    let (frame, around) = if rest_unchanged {
-        (stamped.map(|(frame, _)| frame), around)
-    } else {
-        let frame = request
-            .body
-            .as_deref()
-            .filter(|_| !compressed)
-            .and_then(|bytes| skim_register_body(bytes, request.version))
-            .map(|s| VersionFrame::new(s.before, s.after));
-        (frame, frame.and_then(|f| digest_around_version(&fields, body_bytes, f)))
-    };
-    let crc = header.body_crc32.unwrap_or(0);
-    if crc != 0 {
-        // Java checks first. With a frame, the CRC is the frame's parts' CRCs combined with the
-        // version's (no second pass over the body).
-        let actual = match (frame, &around) {
-            (Some(frame), Some(a)) => frame.body_crc32(&body_bytes[a.middle.clone()]),
-            _ => body_crc32(body_bytes),
-        };
-        if actual != crc {
-            warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-            return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
-        }
-    }
-    // Digested around the DataVersion when there is a frame (a later body that differs only
-    // there then skips decoding), else whole: the way the stamp of the last registration was.
-    let (request_digest, data_version, version_frame) = match &around {
-        Some(a) => (a.digest, Some(a.version), frame),
-        None => (digest_whole(&fields, body_bytes), None, None),
+    let Some((request_digest, data_version, version_frame)) =
+        digest_registration(state, request, &header, &fields, compressed)
+    else {
+        warn!(peer = %conn.peer, "register broker: body crc32 does not match");
+        return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
     };
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
@@ -221,40 +183,10 @@ fn register_counted(
         Ok(body) => body,
         Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused),
     };
-    let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
-        (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
-    else {
-        return (
-            Err(HandlerError::System(
-                "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
-            )),
-            RegistrationOutcome::Refused,
-        );
-    };
-    let was_live = state.routes.snapshot().last_heartbeat(&cluster, &broker_addr).is_some();
-    let event = NewEvent::new(
-        if was_live { EventKind::BrokerReregistered } else { EventKind::BrokerRegistered },
-        format!(
-            "{} topics, data version {}",
-            body.topic_config_serialize_wrapper.topic_config_table.len(),
-            body.topic_config_serialize_wrapper.data_version.counter
-        ),
-    )
-    .broker(&cluster, &broker_name, &broker_addr, Some(broker_id));
-    let registration = RegisterBroker {
-        cluster,
-        broker_addr,
-        broker_name,
-        broker_id,
-        ha_server_addr: header.ha_server_addr.unwrap_or_default(),
-        zone_name: zone_name.map(str::to_owned),
-        heartbeat_timeout_millis: header.heartbeat_timeout_millis,
-        enable_acting_master: header.enable_acting_master,
-        topic_config: body.topic_config_serialize_wrapper,
-        filter_server_list: body.filter_server_list,
-        conn: conn.id,
-        request_digest: Some(request_digest),
-        version_frame,
+    let digest = (request_digest, version_frame);
+    let (registration, event) = match registration(state, header, zone_name, body, conn, digest) {
+        Ok(both) => both,
+        Err(e) => return (Err(e), RegistrationOutcome::Refused),
     };
     let now_ms = state.now_ms();
     match state.routes.write(|t| t.register_broker(registration, now_ms, delete_topics)) {
@@ -282,6 +214,109 @@ fn register_response(state: &State, config: &Config, outcome: RegisterOutcome) -
         }
     }
     response
+}
+
+/// The registration the route tables apply, from a decoded body, and the event it makes
+/// (registered, or re-registered when the address was live). Java refuses a header without
+/// the broker's names and id with a NullPointerException.
+fn registration(
+    state: &State,
+    header: RegisterBrokerRequestHeader,
+    zone_name: Option<&str>,
+    body: RegisterBrokerBody,
+    conn: &ConnCtx,
+    (request_digest, version_frame): (u64, Option<VersionFrame>),
+) -> Result<(RegisterBroker, NewEvent), HandlerError> {
+    let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
+        (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
+    else {
+        return Err(HandlerError::System(
+            "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
+        ));
+    };
+    let was_live = state.routes.snapshot().last_heartbeat(&cluster, &broker_addr).is_some();
+    let event = NewEvent::new(
+        if was_live { EventKind::BrokerReregistered } else { EventKind::BrokerRegistered },
+        format!(
+            "{} topics, data version {}",
+            body.topic_config_serialize_wrapper.topic_config_table.len(),
+            body.topic_config_serialize_wrapper.data_version.counter
+        ),
+    )
+    .broker(&cluster, &broker_name, &broker_addr, Some(broker_id));
+    let registration = RegisterBroker {
+        cluster,
+        broker_addr,
+        broker_name,
+        broker_id,
+        ha_server_addr: header.ha_server_addr.unwrap_or_default(),
+        zone_name: zone_name.map(str::to_owned),
+        heartbeat_timeout_millis: header.heartbeat_timeout_millis,
+        enable_acting_master: header.enable_acting_master,
+        topic_config: body.topic_config_serialize_wrapper,
+        filter_server_list: body.filter_server_list,
+        conn: conn.id,
+        request_digest: Some(request_digest),
+        version_frame,
+    };
+    Ok((registration, event))
+}
+
+/// A registration's request digest, for the unchanged-registration shortcut and the stamp
+/// the registration leaves: digested around the body's `DataVersion` when its place is known
+/// (the stamped one when all but the version is unchanged, else where a skim finds it), else
+/// over the whole body; with the version found there and its frame. `None` when the header's
+/// `bodyCrc32` does not match the body (checked first, as Java does).
+fn digest_registration(
+    state: &State,
+    request: &RemotingCommand,
+    header: &RegisterBrokerRequestHeader,
+    fields: &Xxh3,
+    compressed: bool,
+) -> Option<(u64, Option<DataVersion>, Option<VersionFrame>)> {
+    let body_bytes = request.body_bytes();
+    // Where this address's last fully applied body had its DataVersion (and that body's
+    // digest), and this body digested around the same place.
+    let stamped = match (&header.cluster_name, &header.broker_addr) {
+        (Some(cluster), Some(addr)) if !compressed => {
+            state.routes.snapshot().version_frame(cluster, addr)
+        }
+        _ => None,
+    };
+    let around = stamped.and_then(|(frame, _)| digest_around_version(fields, body_bytes, frame));
+    let rest_unchanged =
+        matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
+    // This body's own frame: the stamped one when all but the version is unchanged, else where
+    // a skim finds its DataVersion (`None`: the body is digested whole).
+    let (frame, around) = if rest_unchanged {
+        (stamped.map(|(frame, _)| frame), around)
+    } else {
+        let frame = request
+            .body
+            .as_deref()
+            .filter(|_| !compressed)
+            .and_then(|bytes| skim_register_body(bytes, request.version))
+            .map(|s| VersionFrame::new(s.before, s.after));
+        (frame, frame.and_then(|f| digest_around_version(fields, body_bytes, f)))
+    };
+    let crc = header.body_crc32.unwrap_or(0);
+    if crc != 0 {
+        // Java checks first. With a frame, the CRC is the frame's parts' CRCs combined with the
+        // version's (no second pass over the body).
+        let actual = match (frame, &around) {
+            (Some(frame), Some(a)) => frame.body_crc32(&body_bytes[a.middle.clone()]),
+            _ => body_crc32(body_bytes),
+        };
+        if actual != crc {
+            return None;
+        }
+    }
+    // Digested around the DataVersion when there is a frame (a later body that differs only
+    // there then skips decoding), else whole: the way the stamp of the last registration was.
+    Some(match &around {
+        Some(a) => (a.digest, Some(a.version), frame),
+        None => (digest_whole(fields, body_bytes), None, None),
+    })
 }
 
 /// The digest of everything in a REGISTER_BROKER request that the route tables depend on but
