@@ -3,9 +3,13 @@
 //! TLS or YAML crate and not on the controller; `transport` and `acl` sit below the core;
 //! `ops` sits above it; the controller and `counters` keep plain counters (no HTTP, no
 //! exposition); nothing is built on `daemon`, whose binaries are thin `main`s.
+//!
+//! The layering the graph cannot see is checked by scanning sources (rustfmt-formatted, as CI
+//! requires): `route/` sees no clock, no runtime and no server state; no file under `crates/`
+//! has over 600 lines of non-test code; no function of the core has over 80 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -161,4 +165,147 @@ fn the_binaries_are_thin_mains() {
     }
     let daemon_bins: BTreeSet<&str> = packages["daemon"].bins.keys().map(String::as_str).collect();
     assert_eq!(daemon_bins, BTreeSet::from(["mqcontroller", "mqnamesrv"]), "the servers' binaries");
+}
+
+/// `path`'s `.rs` files, recursively, skipping `tests/` directories (integration tests and the
+/// route tables' test modules).
+fn sources(path: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![path.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "tests" && n != "target") {
+                    todo.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A file's non-test lines: those before its first inline test module (`#[cfg(test)]` then
+/// `mod <name> {`).
+fn non_test_lines(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let end = lines
+        .windows(2)
+        .position(|w| w[0] == "#[cfg(test)]" && w[1].starts_with("mod ") && w[1].ends_with('{'))
+        .unwrap_or(lines.len());
+    lines[..end].to_vec()
+}
+
+/// The workspace's `crates/` directory.
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("crates/").to_path_buf()
+}
+
+/// What `route/` may not name outside its tests: it is handed time as a parameter, runs on no
+/// runtime and knows nothing of the server's state.
+const NOT_IN_ROUTE: &[&str] =
+    &["Instant::now", "SystemTime::now", "quanta", "tokio", "crate::state", "crate::server"];
+
+#[test]
+fn route_sees_no_clock_no_runtime_and_no_server_state() {
+    let route = crates_dir().join("namesrv/src/route");
+    let files = sources(&route);
+    assert!(files.len() > 5, "route/ has its files: {files:?}");
+    for file in files {
+        for (n, line) in non_test_lines(&file).iter().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for word in NOT_IN_ROUTE {
+                assert!(
+                    !code.contains(word),
+                    "{}:{}: route/ names {word}: pass the time in, keep the runtime and the \
+                     state outside (ARCHITECTURE.md)",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}
+
+/// The most non-test lines a source file under `crates/` may have (the developers' guide).
+const FILE_LINES: usize = 600;
+
+#[test]
+fn no_source_file_has_over_600_lines_of_non_test_code() {
+    let files = sources(&crates_dir());
+    assert!(files.len() > 100, "the workspace's sources are found: {}", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .map(|f| (f, non_test_lines(f).len()))
+        .filter(|(_, n)| *n > FILE_LINES)
+        .map(|(f, n)| format!("{} ({n})", f.display()))
+        .collect();
+    assert!(long.is_empty(), "over {FILE_LINES} non-test lines: split by noun: {long:?}");
+}
+
+/// The most lines a function of the core may have, from `fn` to its closing brace.
+const FUNCTION_LINES: usize = 80;
+
+/// The core's functions still over [`FUNCTION_LINES`] (#23 is splitting them): each must stay
+/// long (a split one leaves this list), and no other may join them.
+const LONG_FUNCTIONS_LEFT: &[&str] = &["server.rs::serve_connection"];
+
+/// Every function of `lines` (rustfmt-formatted: the closing brace sits alone at the `fn`'s
+/// indentation) as (name, lines from `fn` to the closing brace).
+fn functions(lines: &[String]) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let mut words = body.split_whitespace().skip_while(|w| {
+            w.starts_with("pub") || ["async", "const", "unsafe", "extern", "\"C\""].contains(w)
+        });
+        if words.next() != Some("fn") || body.ends_with(';') {
+            continue;
+        }
+        let name: String = words
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if body.ends_with('}') {
+            found.push((name, 1)); // `fn f() -> T { .. }` on one line
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            found.push((name, end + 1));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_of_the_core_has_over_80_lines() {
+    let core = crates_dir().join("namesrv/src");
+    let mut long = BTreeSet::new();
+    let mut counted = 0;
+    for file in sources(&core) {
+        let relative = file.strip_prefix(&core).expect("under src").display().to_string();
+        for (name, lines) in functions(&non_test_lines(&file)) {
+            counted += 1;
+            if lines > FUNCTION_LINES {
+                long.insert(format!("{relative}::{name}"));
+            }
+        }
+    }
+    assert!(counted > 300, "the core's functions are found: {counted}");
+    let left: BTreeSet<String> = LONG_FUNCTIONS_LEFT.iter().map(|s| (*s).to_owned()).collect();
+    let new: Vec<&String> = long.difference(&left).collect();
+    assert!(new.is_empty(), "over {FUNCTION_LINES} lines: split by step: {new:?}");
+    let split: Vec<&String> = left.difference(&long).collect();
+    assert!(
+        split.is_empty(),
+        "no longer over {FUNCTION_LINES} lines: drop from the list: {split:?}"
+    );
 }

@@ -41,7 +41,7 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
     loop {
         tokio::select! {
             _ = ticker.tick() => {
-                for request in state.routes.expire_inactive(state.now_ms()) {
+                for request in state.routes.snapshot().expire_inactive(state.now_ms()) {
                     info!(broker = %clip(&request.broker_addr), cluster = %clip(&request.cluster_name), "the broker channel expired");
                     if let Some(fence) = request.fence {
                         state.close_connection(fence.conn());
@@ -49,7 +49,7 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
                     state.submit_unregister(request, RemovalReason::HeartbeatTimeout);
                 }
                 // Route bodies no topic uses any more (their topics changed or left).
-                state.routes.prune_route_bodies();
+                state.routes.snapshot().prune_route_bodies();
             }
             _ = shutdown.recv() => break,
         }
@@ -71,7 +71,7 @@ async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutd
                     break;
                 }
                 requests.extend(batch.iter().map(|(request, _)| request.clone()));
-                let outcome = state.routes.apply_unregisters(&requests);
+                let outcome = state.routes.write(|t| t.apply_unregister_batch(&requests));
                 for index in outcome.live_removed {
                     let (request, reason) = &batch[index];
                     state.metrics.brokers_removed(*reason, 1);

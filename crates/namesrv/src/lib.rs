@@ -15,6 +15,7 @@ pub mod kv;
 pub mod lane;
 pub mod limits;
 pub mod metrics;
+mod retired;
 pub mod route;
 pub mod server;
 pub(crate) mod shutdown;

@@ -55,13 +55,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((tcp, peer)) => {
-                    if let Some(admitted) = admit(&state, peer) {
-                        let (state, tls) = (state.clone(), tls.clone());
-                        let shutdown = conn_shutdown.clone();
-                        conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
-                    }
-                }
+                Ok((tcp, peer)) => spawn_connection(&mut conns, &state, &tls, &conn_shutdown, tcp, peer),
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
                     warn!(error = %e, "accept failed");
@@ -86,11 +80,7 @@ pub async fn serve(
             loop {
                 match listener.accept().await {
                     Ok((tcp, peer)) => {
-                        if let Some(admitted) = admit(&state, peer) {
-                            let (state, tls) = (state.clone(), tls.clone());
-                            let shutdown = conn_shutdown.clone();
-                            conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
-                        }
+                        spawn_connection(&mut conns, &state, &tls, &conn_shutdown, tcp, peer)
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
                 }
@@ -102,6 +92,30 @@ pub async fn serve(
     // No GO_AWAY while draining unless the graceful window asked for it (Java sets
     // `isShuttingDown` only with enableShutdownGracefully): what was received is answered.
     trigger.trigger();
+    drain(&mut conns).await;
+    stop_the_rest(&state, background).await;
+    info!("nameserver stopped");
+}
+
+/// A connection accepted: under `serverMaxConnections` it gets its own task in `conns`,
+/// beyond it is dropped (so closed at once).
+fn spawn_connection(
+    conns: &mut JoinSet<()>,
+    state: &Arc<State>,
+    tls: &Arc<TlsContext>,
+    shutdown: &Shutdown,
+    tcp: TcpStream,
+    peer: SocketAddr,
+) {
+    if let Some(admitted) = admit(state, peer) {
+        let (state, tls, shutdown) = (state.clone(), tls.clone(), shutdown.clone());
+        conns.spawn(accept_one(state, tls, tcp, peer, shutdown, admitted));
+    }
+}
+
+/// Lets every connection answer what it has received, for [`DRAIN_LIMIT`] at most; the ones
+/// still open then are dropped.
+async fn drain(conns: &mut JoinSet<()>) {
     let drained =
         tokio::time::timeout(DRAIN_LIMIT, async { while conns.join_next().await.is_some() {} })
             .await;
@@ -112,19 +126,23 @@ pub async fn serve(
         );
         conns.shutdown().await;
     }
+}
+
+/// After the drain: the background tasks end, the final route snapshot is written, the KV
+/// journal folded, the registration lane stopped and the event stream closed.
+async fn stop_the_rest(state: &Arc<State>, background: Vec<tokio::task::JoinHandle<()>>) {
     for task in background {
         let _ = task.await;
     }
-    crate::snapshot::write_final(&state).await;
+    crate::snapshot::write_final(state).await;
     // A large KV store's journal folded into kvConfig.json: the file is whole for Java.
     let kv = Arc::clone(&state.kv);
     if let Ok(Err(e)) = tokio::task::spawn_blocking(move || kv.compact()).await {
         warn!(error = %e, "KV journal not compacted at shutdown; it is replayed at the next start");
     }
-    let lane_state = Arc::clone(&state);
+    let lane_state = Arc::clone(state);
     let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
     state.events.close();
-    info!("nameserver stopped");
 }
 
 /// A place for a new connection under `serverMaxConnections`; `None` (the connection is then

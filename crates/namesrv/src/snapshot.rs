@@ -132,7 +132,7 @@ impl SnapshotFile {
             }
             Ok(Some((table, info, size))) => {
                 self.install(routes, table, info, size);
-                *self.written.lock() = Some(routes.change_stamp());
+                *self.written.lock() = Some(routes.snapshot().change_stamp());
                 log_restored(&self.path, info, "route snapshot restored");
                 Restored::Loaded(info)
             }
@@ -177,7 +177,7 @@ impl SnapshotFile {
     }
 
     fn install(&self, routes: &Routes, table: RouteTable, info: SnapshotInfo, size: usize) {
-        routes.restore(table);
+        routes.write(|t| *t = table);
         self.stats.taken_at_ms.store(info.written_at_ms, Ordering::Relaxed);
         self.stats.size_bytes.store(size as u64, Ordering::Relaxed);
     }

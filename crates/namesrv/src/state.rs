@@ -277,7 +277,7 @@ impl State {
             // route snapshot); they re-register with whichever nameserver comes next.
             return;
         }
-        for request in self.routes.on_connection_closed(id) {
+        for request in self.routes.snapshot().on_connection_closed(id) {
             debug!(broker = %remoting::text::clip(&request.broker_addr), "connection closed; unregistering broker");
             self.submit_unregister(request, RemovalReason::ConnectionClosed);
         }

@@ -33,7 +33,7 @@ fn key_reference_page_is_generated_from_the_key_table() {
     let keys = Config::documented_keys();
     let page = keyref::render_reference(&Reference {
         title: "Configuration keys",
-        source: "the `config_struct!` table in `crates/namesrv/src/config.rs`",
+        source: "the `config_struct!` table in `crates/namesrv/src/config/keys.rs`",
         regenerate: REGENERATE,
         intro: INTRO,
         keys: &keys,

@@ -222,12 +222,18 @@ async fn topic_route(
     let topic = path_param(topic)?;
     let config = state.config.load();
     let body = if config.order_message_enable {
-        state.routes.route(&topic, config.support_acting_master).map(|mut route| {
-            route.order_topic_conf = state.kv.get(ORDER_TOPIC_CONFIG, &topic);
-            bytes::Bytes::from(remoting::body::to_standard_json(&route))
-        })
+        state.routes.snapshot().pickup_route(&topic, config.support_acting_master).map(
+            |mut route| {
+                route.order_topic_conf = state.kv.get(ORDER_TOPIC_CONFIG, &topic);
+                bytes::Bytes::from(remoting::body::to_standard_json(&route))
+            },
+        )
     } else {
-        state.routes.route_body(&topic, RouteForm::Standard, config.support_acting_master)
+        state.routes.snapshot().route_body(
+            &topic,
+            RouteForm::Standard,
+            config.support_acting_master,
+        )
     };
     match body {
         Some(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),

@@ -107,7 +107,7 @@ pub async fn register(
     // live entry at once, so a queue behind a read storm never expires it.
     let header: RegisterBrokerRequestHeader = request.decode_header();
     if let (Some(cluster), Some(addr)) = (&header.cluster_name, &header.broker_addr) {
-        state.routes.heartbeat(cluster, addr, state.now_ms());
+        state.routes.snapshot().heartbeat(cluster, addr, state.now_ms());
     }
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     state
@@ -148,48 +148,12 @@ fn register_counted(
     let delete_topics = config.delete_topic_with_broker_registration;
     let zone_name = request.ext(ZONE_NAME);
     let compressed = header.compressed.unwrap_or(false);
-    let body_bytes = request.body_bytes();
     let fields = digest_fields(request, &header, zone_name, delete_topics);
-    // Where this address's last fully applied body had its DataVersion (and that body's
-    // digest), and this body digested around the same place.
-    let stamped = match (&header.cluster_name, &header.broker_addr) {
-        (Some(cluster), Some(addr)) if !compressed => state.routes.version_frame(cluster, addr),
-        _ => None,
-    };
-    let around = stamped.and_then(|(frame, _)| digest_around_version(&fields, body_bytes, frame));
-    let rest_unchanged =
-        matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
-    // This body's own frame: the stamped one when all but the version is unchanged, else where
-    // a skim finds its DataVersion (`None`: the body is digested whole).
-    let (frame, around) = if rest_unchanged {
-        (stamped.map(|(frame, _)| frame), around)
-    } else {
-        let frame = request
-            .body
-            .as_deref()
-            .filter(|_| !compressed)
-            .and_then(|bytes| skim_register_body(bytes, request.version))
-            .map(|s| VersionFrame::new(s.before, s.after));
-        (frame, frame.and_then(|f| digest_around_version(&fields, body_bytes, f)))
-    };
-    let crc = header.body_crc32.unwrap_or(0);
-    if crc != 0 {
-        // Java checks first. With a frame, the CRC is the frame's parts' CRCs combined with the
-        // version's (no second pass over the body).
-        let actual = match (frame, &around) {
-            (Some(frame), Some(a)) => frame.body_crc32(&body_bytes[a.middle.clone()]),
-            _ => body_crc32(body_bytes),
-        };
-        if actual != crc {
-            warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-            return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
-        }
-    }
-    // Digested around the DataVersion when there is a frame (a later body that differs only
-    // there then skips decoding), else whole: the way the stamp of the last registration was.
-    let (request_digest, data_version, version_frame) = match &around {
-        Some(a) => (a.digest, Some(a.version), frame),
-        None => (digest_whole(&fields, body_bytes), None, None),
+    let Some((request_digest, data_version, version_frame)) =
+        digest_registration(state, request, &header, &fields, compressed)
+    else {
+        warn!(peer = %conn.peer, "register broker: body crc32 does not match");
+        return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
     };
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
@@ -219,15 +183,56 @@ fn register_counted(
         Ok(body) => body,
         Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused),
     };
+    let digest = (request_digest, version_frame);
+    let (registration, event) = match registration(state, header, zone_name, body, conn, digest) {
+        Ok(both) => both,
+        Err(e) => return (Err(e), RegistrationOutcome::Refused),
+    };
+    let now_ms = state.now_ms();
+    match state.routes.write(|t| t.register_broker(registration, now_ms, delete_topics)) {
+        Ok(outcome) => {
+            state.event(event);
+            (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
+        }
+        Err(e) => {
+            info!(error = %e, "register broker failed");
+            (Ok(register_failed("register broker failed")), RegistrationOutcome::Refused)
+        }
+    }
+}
+
+/// SUCCESS with the master's addresses for a slave (`extFields:{}` for a master) and, when
+/// `returnOrderTopicConfigToBroker`, the ORDER_TOPIC_CONFIG namespace as a KVTable body.
+fn register_response(state: &State, config: &Config, outcome: RegisterOutcome) -> RemotingCommand {
+    let mut response = success().with_header(&RegisterBrokerResponseHeader {
+        ha_server_addr: outcome.ha_server_addr,
+        master_addr: outcome.master_addr,
+    });
+    if config.return_order_topic_config_to_broker {
+        if let Some(table) = state.kv.list(ORDER_TOPIC_CONFIG) {
+            response = response.with_body(remoting::body::to_legacy_json(&KvTable { table }));
+        }
+    }
+    response
+}
+
+/// The registration the route tables apply, from a decoded body, and the event it makes
+/// (registered, or re-registered when the address was live). Java refuses a header without
+/// the broker's names and id with a NullPointerException.
+fn registration(
+    state: &State,
+    header: RegisterBrokerRequestHeader,
+    zone_name: Option<&str>,
+    body: RegisterBrokerBody,
+    conn: &ConnCtx,
+    (request_digest, version_frame): (u64, Option<VersionFrame>),
+) -> Result<(RegisterBroker, NewEvent), HandlerError> {
     let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
     else {
-        return (
-            Err(HandlerError::System(
-                "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
-            )),
-            RegistrationOutcome::Refused,
-        );
+        return Err(HandlerError::System(
+            "java.lang.NullPointerException: clusterName, brokerAddr, brokerName and brokerId are required".to_owned(),
+        ));
     };
     let was_live = state.routes.snapshot().last_heartbeat(&cluster, &broker_addr).is_some();
     let event = NewEvent::new(
@@ -254,31 +259,64 @@ fn register_counted(
         request_digest: Some(request_digest),
         version_frame,
     };
-    match state.routes.register_broker(registration, state.now_ms(), delete_topics) {
-        Ok(outcome) => {
-            state.event(event);
-            (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
-        }
-        Err(e) => {
-            info!(error = %e, "register broker failed");
-            (Ok(register_failed("register broker failed")), RegistrationOutcome::Refused)
-        }
-    }
+    Ok((registration, event))
 }
 
-/// SUCCESS with the master's addresses for a slave (`extFields:{}` for a master) and, when
-/// `returnOrderTopicConfigToBroker`, the ORDER_TOPIC_CONFIG namespace as a KVTable body.
-fn register_response(state: &State, config: &Config, outcome: RegisterOutcome) -> RemotingCommand {
-    let mut response = success().with_header(&RegisterBrokerResponseHeader {
-        ha_server_addr: outcome.ha_server_addr,
-        master_addr: outcome.master_addr,
-    });
-    if config.return_order_topic_config_to_broker {
-        if let Some(table) = state.kv.list(ORDER_TOPIC_CONFIG) {
-            response = response.with_body(remoting::body::to_legacy_json(&KvTable { table }));
+/// A registration's request digest, for the unchanged-registration shortcut and the stamp
+/// the registration leaves: digested around the body's `DataVersion` when its place is known
+/// (the stamped one when all but the version is unchanged, else where a skim finds it), else
+/// over the whole body; with the version found there and its frame. `None` when the header's
+/// `bodyCrc32` does not match the body (checked first, as Java does).
+fn digest_registration(
+    state: &State,
+    request: &RemotingCommand,
+    header: &RegisterBrokerRequestHeader,
+    fields: &Xxh3,
+    compressed: bool,
+) -> Option<(u64, Option<DataVersion>, Option<VersionFrame>)> {
+    let body_bytes = request.body_bytes();
+    // Where this address's last fully applied body had its DataVersion (and that body's
+    // digest), and this body digested around the same place.
+    let stamped = match (&header.cluster_name, &header.broker_addr) {
+        (Some(cluster), Some(addr)) if !compressed => {
+            state.routes.snapshot().version_frame(cluster, addr)
+        }
+        _ => None,
+    };
+    let around = stamped.and_then(|(frame, _)| digest_around_version(fields, body_bytes, frame));
+    let rest_unchanged =
+        matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
+    // This body's own frame: the stamped one when all but the version is unchanged, else where
+    // a skim finds its DataVersion (`None`: the body is digested whole).
+    let (frame, around) = if rest_unchanged {
+        (stamped.map(|(frame, _)| frame), around)
+    } else {
+        let frame = request
+            .body
+            .as_deref()
+            .filter(|_| !compressed)
+            .and_then(|bytes| skim_register_body(bytes, request.version))
+            .map(|s| VersionFrame::new(s.before, s.after));
+        (frame, frame.and_then(|f| digest_around_version(fields, body_bytes, f)))
+    };
+    let crc = header.body_crc32.unwrap_or(0);
+    if crc != 0 {
+        // Java checks first. With a frame, the CRC is the frame's parts' CRCs combined with the
+        // version's (no second pass over the body).
+        let actual = match (frame, &around) {
+            (Some(frame), Some(a)) => frame.body_crc32(&body_bytes[a.middle.clone()]),
+            _ => body_crc32(body_bytes),
+        };
+        if actual != crc {
+            return None;
         }
     }
-    response
+    // Digested around the DataVersion when there is a frame (a later body that differs only
+    // there then skips decoding), else whole: the way the stamp of the last registration was.
+    Some(match &around {
+        Some(a) => (a.digest, Some(a.version), frame),
+        None => (digest_whole(fields, body_bytes), None, None),
+    })
 }
 
 /// The digest of everything in a REGISTER_BROKER request that the route tables depend on but
@@ -404,7 +442,7 @@ pub fn query_data_version(state: &State, request: &RemotingCommand) -> HandlerRe
     let cluster = header.cluster_name.unwrap_or_default();
     let addr = header.broker_addr.unwrap_or_default();
     let (changed, stored) =
-        state.routes.query_data_version(&cluster, &addr, data_version, state.now_ms());
+        state.routes.snapshot().query_data_version(&cluster, &addr, data_version, state.now_ms());
     let mut response =
         success().with_header(&QueryDataVersionResponseHeader { changed: Some(changed) });
     if let Some(stored) = stored {
@@ -417,7 +455,7 @@ pub fn query_data_version(state: &State, request: &RemotingCommand) -> HandlerRe
 pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: BrokerHeartbeatRequestHeader = request.decode_header();
     if let (Some(cluster), Some(addr)) = (header.cluster_name, header.broker_addr) {
-        state.routes.heartbeat(&cluster, &addr, state.now_ms());
+        state.routes.snapshot().heartbeat(&cluster, &addr, state.now_ms());
     }
     Ok(success())
 }
@@ -426,7 +464,10 @@ pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
 /// Java: `DefaultRequestProcessor#wipeWritePermOfBroker`
 pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header.broker_name.as_deref().map_or(0, |name| state.routes.wipe_write_perm(name));
+    let count = header
+        .broker_name
+        .as_deref()
+        .map_or(0, |name| state.routes.write(|t| t.wipe_write_perm(name)));
     info!(
         broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
         count, "wiped write permission"
@@ -440,7 +481,10 @@ pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResul
 /// Java: `DefaultRequestProcessor#addWritePermOfBroker`
 pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header.broker_name.as_deref().map_or(0, |name| state.routes.add_write_perm(name));
+    let count = header
+        .broker_name
+        .as_deref()
+        .map_or(0, |name| state.routes.write(|t| t.add_write_perm(name)));
     info!(
         broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
         count, "added write permission"
@@ -460,7 +504,7 @@ fn perm_event(kind: EventKind, name: Option<&str>, count: i32) -> NewEvent {
 /// Java: `DefaultRequestProcessor#getBrokerMemberGroup`
 pub fn member_group(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: GetBrokerMemberGroupRequestHeader = request.decode_header();
-    let body = state.routes.broker_member_group(
+    let body = state.routes.snapshot().broker_member_group(
         header.cluster_name.as_deref().unwrap_or_default(),
         header.broker_name.as_deref().unwrap_or_default(),
     );

@@ -29,7 +29,7 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
 
     let body = if zone.is_some() || config.order_message_enable {
         // Uncommon paths: build the route and encode it for this request only.
-        state.routes.route(topic, support_acting_master).map(|mut route| {
+        state.routes.snapshot().pickup_route(topic, support_acting_master).map(|mut route| {
             if config.order_message_enable {
                 route.order_topic_conf = state.kv.get(ORDER_TOPIC_CONFIG, topic);
             }
@@ -40,7 +40,8 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
             }
         })
     } else {
-        let (body, cached) = state.routes.lookup_route_body(topic, form, support_acting_master);
+        let (body, cached) =
+            state.routes.snapshot().lookup_route_body(topic, form, support_acting_master);
         if body.is_some() {
             state.metrics.route_cache_lookup(cached);
         }
@@ -86,15 +87,20 @@ pub fn write_route(
     };
     let accept = request.ext("acceptStandardJsonOnly").and_then(<bool as HeaderValue>::parse);
     let form = route_form(request.version, accept);
-    state.routes.with_route_body(topic, form, config.support_acting_master, |body, cached| {
-        let Some(body) = body else {
-            return false;
-        };
-        count(cached);
-        let mut response = success().respond_to(request);
-        response.serialize_type = state.serialize_type();
-        remoting::frame::encode_with_body(&response, body, out).is_ok()
-    })
+    state.routes.snapshot().with_route_body(
+        topic,
+        form,
+        config.support_acting_master,
+        |body, cached| {
+            let Some(body) = body else {
+                return false;
+            };
+            count(cached);
+            let mut response = success().respond_to(request);
+            response.serialize_type = state.serialize_type();
+            remoting::frame::encode_with_body(&response, body, out).is_ok()
+        },
+    )
 }
 
 /// Standard JSON for clients ≥ V4_9_4 or those that accept only it, else legacy.
@@ -118,5 +124,5 @@ fn zone_of(request: &RemotingCommand) -> Option<&str> {
 /// 106: every broker group and cluster, legacy JSON.
 /// Java: `DefaultRequestProcessor#getBrokerClusterInfo`
 pub fn cluster_info(state: &State) -> HandlerResult {
-    Ok(success_json(&state.routes.cluster_info()))
+    Ok(success_json(&state.routes.snapshot().cluster_info()))
 }

@@ -24,7 +24,7 @@ pub fn all_topics(state: &State) -> HandlerResult {
     if !state.config.load().enable_all_topic_list {
         return Err(disabled());
     }
-    Ok(success_json(&state.routes.all_topics()))
+    Ok(success_json(&state.routes.snapshot().all_topics()))
 }
 
 /// 216: remove a topic, or only its queues on one cluster's brokers.
@@ -33,8 +33,8 @@ pub fn delete_topic(state: &State, request: &RemotingCommand) -> HandlerResult {
     let header: DeleteTopicFromNamesrvRequestHeader = request.decode_header();
     if let Some(topic) = header.topic.as_deref() {
         let cluster = header.cluster_name.as_deref().filter(|c| !c.is_empty());
-        if state.routes.contains_topic(topic) {
-            state.routes.delete_topic(topic, cluster);
+        if state.routes.snapshot().contains_topic(topic) {
+            state.routes.write(|t| t.delete_topic(topic, cluster));
             let detail =
                 cluster.map_or_else(|| "all clusters".to_owned(), |c| format!("cluster {c}"));
             let mut event =
@@ -58,7 +58,7 @@ pub fn register_topic(state: &State, request: &RemotingCommand) -> HandlerResult
         .map_err(|e| HandlerError::System(format!("com.alibaba.fastjson.JSONException: {e}")))?;
     match header.topic.as_deref() {
         Some(topic) if !route.queue_datas.is_empty() => {
-            state.routes.register_topic(topic, route.queue_datas)
+            state.routes.write(|t| t.register_topic(topic, route.queue_datas));
         }
         Some(_) => {}
         None => warn!("REGISTER_TOPIC_IN_NAMESRV without a topic; ignored"),
@@ -73,13 +73,15 @@ pub fn topics_by_cluster(state: &State, request: &RemotingCommand) -> HandlerRes
         return Err(disabled());
     }
     let header: GetTopicsByClusterRequestHeader = request.decode_header();
-    Ok(success_json(&state.routes.topics_by_cluster(header.cluster.as_deref().unwrap_or_default())))
+    Ok(success_json(
+        &state.routes.snapshot().topics_by_cluster(header.cluster.as_deref().unwrap_or_default()),
+    ))
 }
 
 /// 304: cluster and broker names, with one broker address to ask for the rest.
 /// Java: `DefaultRequestProcessor#getSystemTopicListFromNs`
 pub fn system_topics(state: &State) -> HandlerResult {
-    Ok(success_json(&state.routes.system_topics()))
+    Ok(success_json(&state.routes.snapshot().system_topics()))
 }
 
 /// 311/312/313: unit topic lists, when `enableTopicList`.
@@ -88,5 +90,5 @@ pub fn unit_topics(state: &State, kind: UnitKind) -> HandlerResult {
     if !state.config.load().enable_topic_list {
         return Err(disabled());
     }
-    Ok(success_json(&state.routes.unit_topics(kind)))
+    Ok(success_json(&state.routes.snapshot().unit_topics(kind)))
 }

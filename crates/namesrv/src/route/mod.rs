@@ -10,7 +10,7 @@
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
 //! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cow.rs` (the
 //! sharded copy-on-write map behind the topic table), `cache.rs` (per-topic encoded bodies),
-//! `shared.rs` ([`Routes`]), `snapshot.rs` (the tables as route-snapshot bytes and back),
+//! `routes.rs` ([`Routes`]: `snapshot()` for every read, `write()` for every change), `snapshot.rs` (the tables as route-snapshot bytes and back),
 //! `view.rs` (read-only views for the operations API).
 //!
 //! Deliberate departures from Java (none visible on the wire for a well-behaved broker):
@@ -31,7 +31,7 @@ mod cow;
 mod live;
 mod query;
 mod register;
-mod shared;
+mod routes;
 mod snapshot;
 mod table;
 #[cfg(test)]
@@ -40,7 +40,7 @@ mod unregister;
 mod view;
 
 pub use query::{zone_filter, UnitKind};
-pub use shared::{RouteForm, Routes};
+pub use routes::{RouteForm, Routes};
 pub use snapshot::{
     SnapshotError, SnapshotInfo, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, RESTORED_CONN,
 };

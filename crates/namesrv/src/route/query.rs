@@ -10,7 +10,7 @@ use remoting::body::{
 };
 
 use super::cache::VARIANTS;
-use super::shared::RouteForm;
+use super::routes::RouteForm;
 use super::table::RouteTable;
 use super::SYNC_BROKER_MEMBER_PREFIX;
 

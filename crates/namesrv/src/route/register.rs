@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use remoting::body::{perm, QueueData};
+use remoting::body::{
+    perm, QueueData, TopicConfigAndMappingSerializeWrapper, TopicQueueMappingInfo,
+};
 use tracing::{info, warn};
 
 use super::table::{Group, Live, QueueSpec, RouteTable, UnchangedStamp};
@@ -17,6 +19,22 @@ use super::{
 
 /// Java `MixAll.MASTER_ID`.
 const MASTER_ID: i64 = 0;
+
+impl Group {
+    /// Steps 3–5 for a registrant: its acting-master flag and zone overwrite the group's; then
+    /// its address leaves any other id (a role switch). Returns whether it is a pre-5.0 broker
+    /// (no acting-master flag) and whether its id is below the group's minimum so far.
+    /// Java: `RouteInfoManager#registerBroker` (`setEnableActingMaster`, `isMinBrokerIdChanged`,
+    /// "Switch slave to master")
+    fn admit(&mut self, req: &RegisterBroker, zone_name: Option<String>) -> (bool, bool) {
+        self.enable_acting_master = req.enable_acting_master.unwrap_or(false);
+        self.zone_name = zone_name;
+        let min_id_changed = req.broker_id < self.min_id().unwrap_or(0);
+        let (id, addr) = (req.broker_id, req.broker_addr.as_str());
+        self.addrs.retain(|other, held| !(**held == *addr && *other != id));
+        (req.enable_acting_master.is_none(), min_id_changed)
+    }
+}
 
 impl RouteTable {
     /// Registers (or refreshes) a broker and, for a master or a prime slave, its topics.
@@ -32,77 +50,36 @@ impl RouteTable {
     /// Java: `RouteInfoManager#registerBroker`
     pub fn register_broker(
         &mut self,
-        req: RegisterBroker,
+        mut req: RegisterBroker,
         now_ms: u64,
         delete_topic_with_registration: bool,
     ) -> Result<RegisterOutcome, RegisterError> {
-        let RegisterBroker {
-            cluster,
-            broker_addr,
-            broker_name,
-            broker_id,
-            ha_server_addr,
-            zone_name,
-            heartbeat_timeout_millis,
-            enable_acting_master,
-            topic_config: wrapper,
-            filter_server_list,
-            conn,
-            request_digest,
-            version_frame,
-        } = req;
+        let (broker_id, broker_addr, wrapper) =
+            (req.broker_id, &req.broker_addr, &req.topic_config);
 
         // 1. Cluster membership.
-        let cluster = self.cluster_key(&cluster);
-        let before = self.groups.get(broker_name.as_str()).cloned();
-        let name: Arc<str> =
-            before.as_ref().map_or_else(|| Arc::from(broker_name.as_str()), |g| g.name.clone());
-        if self.clusters.entry(cluster.clone()).or_default().insert(name.clone()) {
-            self.topics_gen += 1;
-        }
+        let (cluster, name, before) = self.join_cluster(&req.cluster, &req.broker_name);
 
         // 2. The group (created empty; its cluster is fixed from now on).
         let mut register_first = before.is_none();
         let mut group =
             before.as_deref().cloned().unwrap_or_else(|| Group::new(cluster.clone(), name.clone()));
 
-        // 3. Acting master and zone: every member's registration overwrites them.
-        let old_version_broker = enable_acting_master.is_none();
-        group.enable_acting_master = enable_acting_master.unwrap_or(false);
-        group.zone_name = zone_name;
-
-        // 4. Did the registrant lower the group's minimum id?
-        let min_id_changed = broker_id < group.min_id().unwrap_or(0);
-
-        // 5. Role switch: an address appears under one id only.
-        group.addrs.retain(|id, addr| !(**addr == *broker_addr && *id != broker_id));
+        // 3–5. Acting master and zone; a lowered minimum id; the role switch.
+        let zone_name = req.zone_name.take();
+        let (old_version_broker, min_id_changed) = group.admit(&req, zone_name);
 
         // 6. Conflict fence: the id's current holder is live with a newer stateVersion.
-        if let Some(old_addr) = group.addrs.get(&broker_id) {
-            if **old_addr != *broker_addr {
-                if let Some(old_live) = self.live.get(&cluster, old_addr) {
-                    let (old_sv, new_sv) =
-                        (old_live.data_version.state_version, wrapper.data_version.state_version);
-                    if old_sv > new_sv {
-                        warn!(
-                            cluster = %clip(&cluster), broker = %clip(&name), broker_id, old = %clip(old_addr), old_state_version = old_sv,
-                            new = %clip(&broker_addr), new_state_version = new_sv,
-                            "registering broker conflicts with the existing one; ignored"
-                        );
-                        self.remove_live(&cluster, &broker_addr);
-                        self.commit_group(before.as_ref(), group);
-                        return Ok(RegisterOutcome {
-                            stale_state_version: true,
-                            ..RegisterOutcome::default()
-                        });
-                    }
-                }
-            }
+        let state_version = wrapper.data_version.state_version;
+        if self.is_outdated(&cluster, &group, broker_id, broker_addr, state_version) {
+            self.remove_live(&cluster, broker_addr);
+            self.commit_group(before.as_ref(), group);
+            return Ok(RegisterOutcome { stale_state_version: true, ..RegisterOutcome::default() });
         }
 
         // 7. Single-topic guard: incremental registrations only after a full one.
         if !group.addrs.contains_key(&broker_id) && wrapper.topic_config_table.len() == 1 {
-            warn!(broker = %clip(&name), broker_id, addr = %clip(&broker_addr), "single-topic registration before the broker registered");
+            warn!(broker = %clip(&name), broker_id, addr = %clip(broker_addr), "single-topic registration before the broker registered");
             self.commit_group(before.as_ref(), group);
             return Err(RegisterError::NotRegisteredYet { broker_id });
         }
@@ -121,104 +98,23 @@ impl RouteTable {
         // 10. Topics, compared against this address's previous registration.
         let broker_changed = self
             .live
-            .get(&cluster, &broker_addr)
+            .get(&cluster, broker_addr)
             .is_none_or(|live| live.data_version != wrapper.data_version);
         // Whether every topic and mapping of the body was put (or none may be): only then does
         // the table hold exactly what a later body that differs in its DataVersion alone would
         // put, so only then may such a body skip the algorithm (see `refresh_unchanged`).
         let applied_all = !(is_master || is_prime_slave) || broker_changed || register_first;
         if is_master || is_prime_slave {
-            let mapping_info = &wrapper.topic_queue_mapping_info_map;
-
-            // 10b. Topics the broker no longer has (static topics are not supported here).
-            if delete_topic_with_registration && mapping_info.is_empty() {
-                let gone: Vec<Arc<str>> = self
-                    .topics
-                    .iter()
-                    .filter(|(topic, entry)| {
-                        entry.queue(&name).is_some()
-                            && !wrapper.topic_config_table.contains_key(&***topic)
-                    })
-                    .map(|(topic, _)| topic.clone())
-                    .collect();
-                for topic in gone {
-                    let next = self.topics.get(&topic).and_then(|entry| {
-                        let rest: Vec<_> =
-                            entry.queues.iter().filter(|(b, _)| *b != name).cloned().collect();
-                        (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest))
-                    });
-                    info!(broker = %clip(&name), topic = %clip(&topic), "deleteTopic with broker registration");
-                    self.set_topic(topic, next);
-                }
-            }
-
-            // 10c. New or changed topics (an unchanged DataVersion only re-adds missing ones).
-            for tc in wrapper.topic_config_table.values() {
-                let Some(topic) = tc.topic_name.as_deref() else {
-                    continue; // Java throws here (§11 #29); skipping is the safe reading.
-                };
-                let changed = register_first
-                    || broker_changed
-                    || self.topics.get(topic).is_none_or(|entry| entry.queue(&name).is_none());
-                if changed {
-                    let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
-                    self.put_queue(topic, &name, QueueSpec::from_topic_config(tc, perm));
-                }
-            }
-
-            // 10d. Static-topic mappings (never removed).
-            if broker_changed || register_first {
-                for (topic, info) in mapping_info {
-                    let Some(bname) = info.bname.as_deref() else {
-                        continue; // Java would key it by null; no such mapping is routable.
-                    };
-                    let mut map =
-                        self.mappings.get(topic).map_or_else(BTreeMap::new, |m| (**m).clone());
-                    if map.get(bname) == Some(info) {
-                        continue;
-                    }
-                    map.insert(bname.to_owned(), info.clone());
-                    self.mappings.insert(Arc::from(topic.as_str()), Arc::new(map));
-                    self.topics_gen += 1;
-                    if let Some((key, entry)) = self.topics.get_key_value(topic) {
-                        let (key, entry) = (key.clone(), entry.refreshed());
-                        self.set_topic(key, Some(entry));
-                    }
-                }
-            }
+            let changed = register_first || broker_changed;
+            self.put_topics(&name, wrapper, changed, wipe_write, delete_topic_with_registration);
         }
 
         // 12. Filter servers (before the live entry, so its stamp sees the final generations;
         // the two steps touch different tables).
-        if let Some(list) = filter_server_list {
-            if list.is_empty() {
-                self.remove_filter(&cluster, &addr);
-            } else if self.filters.get(&cluster, &addr).is_none_or(|old| **old != *list) {
-                self.filters.insert(&cluster, &addr, Arc::from(list));
-                self.broker_gen += 1;
-            }
-        }
+        self.put_filter_servers(&cluster, &addr, req.filter_server_list.take());
 
         // 11. The live entry, always replaced.
-        let generation = self.next_generation();
-        let live = Live {
-            last_update_ms: AtomicU64::new(now_ms),
-            timeout_ms: heartbeat_timeout_millis.unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT_MS),
-            data_version: wrapper.data_version,
-            conn,
-            ha_server_addr: ha_server_addr.clone(),
-            generation,
-            unchanged_stamp: request_digest.map(|request_digest| UnchangedStamp {
-                request_digest,
-                version_frame,
-                new_version_applies_nothing: applied_all,
-                broker_gen: self.broker_gen,
-                topics_gen: self.topics_gen,
-            }),
-        };
-        if self.put_live(&cluster, &addr, live) {
-            info!(cluster = %clip(&cluster), broker = %clip(&addr), ha = %clip(&ha_server_addr), "new broker registered");
-        }
+        self.put_live_entry(&req, &cluster, &addr, now_ms, applied_all);
 
         // 13. A slave learns its live master.
         let mut outcome = self.master_of(&cluster, &name, broker_id);
@@ -226,10 +122,197 @@ impl RouteTable {
 
         // 14. What Java would notify (no acting-master check on this path).
         if min_id_changed {
+            let ha = Some(req.ha_server_addr);
             outcome.min_broker_id_change =
-                group.and_then(|g| MinBrokerIdChange::for_group(&g, None, Some(ha_server_addr)));
+                group.and_then(|g| MinBrokerIdChange::for_group(&g, None, ha));
         }
         Ok(outcome)
+    }
+
+    /// Step 1: the cluster's own key, the group's name (its own `Arc` when it exists) and the
+    /// group before this registration; the group joins its cluster.
+    /// Java: `RouteInfoManager#registerBroker` (`clusterAddrTable.computeIfAbsent`)
+    fn join_cluster(
+        &mut self,
+        cluster: &str,
+        broker_name: &str,
+    ) -> (Arc<str>, Arc<str>, Option<Arc<Group>>) {
+        let cluster = self.cluster_key(cluster);
+        let before = self.groups.get(broker_name).cloned();
+        let name: Arc<str> =
+            before.as_ref().map_or_else(|| Arc::from(broker_name), |g| g.name.clone());
+        if self.clusters.entry(cluster.clone()).or_default().insert(name.clone()) {
+            self.topics_gen += 1;
+        }
+        (cluster, name, before)
+    }
+
+    /// Step 6: another live address holds `broker_id` with a newer stateVersion than the
+    /// registrant's, which is then ignored (logged).
+    /// Java: `RouteInfoManager#registerBroker` ("Registered Broker conflicts with the existed one")
+    fn is_outdated(
+        &self,
+        cluster: &str,
+        group: &Group,
+        broker_id: i64,
+        broker_addr: &str,
+        new_sv: i64,
+    ) -> bool {
+        let Some(old_addr) = group.addrs.get(&broker_id).filter(|a| ***a != *broker_addr) else {
+            return false;
+        };
+        let Some(old_live) = self.live.get(cluster, old_addr) else { return false };
+        let old_sv = old_live.data_version.state_version;
+        if old_sv <= new_sv {
+            return false;
+        }
+        warn!(
+            cluster = %clip(cluster), broker = %clip(&group.name), broker_id, old = %clip(old_addr), old_state_version = old_sv,
+            new = %clip(broker_addr), new_state_version = new_sv,
+            "registering broker conflicts with the existing one; ignored"
+        );
+        true
+    }
+
+    /// Step 10, for a master or a prime slave: 10b the topics its body no longer has (with
+    /// `delete`, and no static topics), 10c new or changed topics, 10d static-topic mappings.
+    fn put_topics(
+        &mut self,
+        name: &Arc<str>,
+        wrapper: &TopicConfigAndMappingSerializeWrapper,
+        changed: bool,
+        wipe_write: bool,
+        delete: bool,
+    ) {
+        let mappings = &wrapper.topic_queue_mapping_info_map;
+        if delete && mappings.is_empty() {
+            self.delete_topics_missing_from(name, wrapper);
+        }
+        self.create_and_update_queue_data(name, wrapper, changed, wipe_write);
+        if changed {
+            self.put_topic_queue_mappings(mappings);
+        }
+    }
+
+    /// Step 10b: removes `name`'s queues from the topics its body no longer has (static topics
+    /// are not supported here).
+    /// Java: `RouteInfoManager#registerBroker` (`deleteTopicWithBrokerRegistration`)
+    fn delete_topics_missing_from(
+        &mut self,
+        name: &Arc<str>,
+        wrapper: &TopicConfigAndMappingSerializeWrapper,
+    ) {
+        let gone: Vec<Arc<str>> = self
+            .topics
+            .iter()
+            .filter(|(topic, entry)| {
+                entry.queue(name).is_some() && !wrapper.topic_config_table.contains_key(&***topic)
+            })
+            .map(|(topic, _)| topic.clone())
+            .collect();
+        for topic in gone {
+            let next = self.topics.get(&topic).and_then(|entry| {
+                let rest: Vec<_> =
+                    entry.queues.iter().filter(|(b, _)| *b != *name).cloned().collect();
+                (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest))
+            });
+            info!(broker = %clip(name), topic = %clip(&topic), "deleteTopic with broker registration");
+            self.set_topic(topic, next);
+        }
+    }
+
+    /// Step 10c: new or changed topics; with `changed` false (an unchanged DataVersion, not a
+    /// first registration) only the topics missing `name`'s queue are put.
+    /// Java: `RouteInfoManager#createAndUpdateQueueData`
+    fn create_and_update_queue_data(
+        &mut self,
+        name: &Arc<str>,
+        wrapper: &TopicConfigAndMappingSerializeWrapper,
+        changed: bool,
+        wipe_write: bool,
+    ) {
+        for tc in wrapper.topic_config_table.values() {
+            let Some(topic) = tc.topic_name.as_deref() else {
+                continue; // Java throws here (§11 #29); skipping is the safe reading.
+            };
+            let put =
+                changed || self.topics.get(topic).is_none_or(|entry| entry.queue(name).is_none());
+            if put {
+                let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
+                self.put_queue(topic, name, QueueSpec::from_topic_config(tc, perm));
+            }
+        }
+    }
+
+    /// Step 10d: static-topic mappings (never removed).
+    /// Java: `RouteInfoManager#registerBroker` (`topicQueueMappingInfoTable`)
+    fn put_topic_queue_mappings(&mut self, mappings: &BTreeMap<String, TopicQueueMappingInfo>) {
+        for (topic, info) in mappings {
+            let Some(bname) = info.bname.as_deref() else {
+                continue; // Java would key it by null; no such mapping is routable.
+            };
+            let mut map = self.mappings.get(topic).map_or_else(BTreeMap::new, |m| (**m).clone());
+            if map.get(bname) == Some(info) {
+                continue;
+            }
+            map.insert(bname.to_owned(), info.clone());
+            self.mappings.insert(Arc::from(topic.as_str()), Arc::new(map));
+            self.topics_gen += 1;
+            if let Some((key, entry)) = self.topics.get_key_value(topic) {
+                let (key, entry) = (key.clone(), entry.refreshed());
+                self.set_topic(key, Some(entry));
+            }
+        }
+    }
+
+    /// Step 12: the filter servers (`None` leaves them, an empty list removes them).
+    /// Java: `RouteInfoManager#registerBroker` (`filterServerTable`)
+    fn put_filter_servers(
+        &mut self,
+        cluster: &Arc<str>,
+        addr: &Arc<str>,
+        list: Option<Vec<String>>,
+    ) {
+        let Some(list) = list else { return };
+        if list.is_empty() {
+            self.remove_filter(cluster, addr);
+        } else if self.filters.get(cluster, addr).is_none_or(|old| **old != *list) {
+            self.filters.insert(cluster, addr, Arc::from(list));
+            self.broker_gen += 1;
+        }
+    }
+
+    /// Step 11: the registrant's live entry, always replaced (a new generation), stamped for
+    /// the unchanged-registration shortcut when the server computed a digest, with the table's
+    /// generations after every other step.
+    /// Java: `RouteInfoManager#registerBroker` (`brokerLiveTable.put`)
+    fn put_live_entry(
+        &mut self,
+        req: &RegisterBroker,
+        cluster: &Arc<str>,
+        addr: &Arc<str>,
+        now_ms: u64,
+        applied_all: bool,
+    ) {
+        let generation = self.next_generation();
+        let live = Live {
+            last_update_ms: AtomicU64::new(now_ms),
+            timeout_ms: req.heartbeat_timeout_millis.unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT_MS),
+            data_version: req.topic_config.data_version,
+            conn: req.conn,
+            ha_server_addr: req.ha_server_addr.clone(),
+            generation,
+            unchanged_stamp: req.request_digest.map(|request_digest| UnchangedStamp {
+                request_digest,
+                version_frame: req.version_frame,
+                new_version_applies_nothing: applied_all,
+                broker_gen: self.broker_gen,
+                topics_gen: self.topics_gen,
+            }),
+        };
+        if self.put_live(cluster, addr, live) {
+            info!(cluster = %clip(cluster), broker = %clip(addr), ha = %clip(&req.ha_server_addr), "new broker registered");
+        }
     }
 
     /// Whether [`RouteTable::refresh_unchanged`] would apply (a read-only pre-check).

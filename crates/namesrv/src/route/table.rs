@@ -285,6 +285,11 @@ impl RouteTable {
         Self::default()
     }
 
+    /// Whether `topic` has an entry.
+    pub fn contains_topic(&self, topic: &str) -> bool {
+        self.topics.contains_key(topic)
+    }
+
     /// Number of topics with at least one queue.
     pub fn topic_count(&self) -> usize {
         self.topics.len()

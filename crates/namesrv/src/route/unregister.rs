@@ -58,31 +58,11 @@ impl RouteTable {
             }
 
             let name = req.broker_name.as_str();
-            let mut group_removed = false;
-            if let Some(before) = self.groups.get(name).cloned() {
-                let min_changed = match (before.min_id(), req.broker_id) {
-                    (Some(min), Some(id)) => min == id,
-                    _ => false,
-                };
-                let mut group = (*before).clone();
-                group.addrs.retain(|_, a| **a != *addr);
-                if group.addrs.is_empty() {
-                    self.remove_group(name);
-                    group_removed = true;
-                } else {
-                    self.commit_group(Some(&before), group);
-                    if min_changed {
-                        notify.insert(name.to_owned(), addr.to_owned());
-                    }
-                }
+            let (group_removed, min_left) = self.leave_group(cluster, name, addr, req.broker_id);
+            if min_left {
+                notify.insert(name.to_owned(), addr.to_owned());
             }
             if group_removed {
-                if let Some(names) = self.clusters.get_mut(cluster) {
-                    names.remove(name);
-                    if names.is_empty() {
-                        self.clusters.remove(cluster);
-                    }
-                }
                 removed.insert(name.to_owned());
             } else {
                 reduced.insert(name.to_owned());
@@ -103,8 +83,48 @@ impl RouteTable {
         let gone: BTreeSet<&str> = removed.iter().map(String::as_str).collect();
         self.rewrite_topics(&gone, &wipe, !perm::WRITE);
 
-        let notify = notify
-            .into_iter()
+        UnregisterOutcome { notify: self.min_id_notices(notify), live_removed }
+    }
+
+    /// `addr` leaves its group `name`, and the group its cluster when `addr` was its last
+    /// member. Returns whether the group is gone, and whether a group that stays lost its
+    /// minimum id (`broker_id` was it).
+    /// Java: `RouteInfoManager#unRegisterBroker` (`brokerAddrTable`, `clusterAddrTable`)
+    fn leave_group(
+        &mut self,
+        cluster: &str,
+        name: &str,
+        addr: &str,
+        broker_id: Option<i64>,
+    ) -> (bool, bool) {
+        let Some(before) = self.groups.get(name).cloned() else {
+            return (false, false);
+        };
+        let min_changed = match (before.min_id(), broker_id) {
+            (Some(min), Some(id)) => min == id,
+            _ => false,
+        };
+        let mut group = (*before).clone();
+        group.addrs.retain(|_, a| **a != *addr);
+        if !group.addrs.is_empty() {
+            self.commit_group(Some(&before), group);
+            return (false, min_changed);
+        }
+        self.remove_group(name);
+        if let Some(names) = self.clusters.get_mut(cluster) {
+            names.remove(name);
+            if names.is_empty() {
+                self.clusters.remove(cluster);
+            }
+        }
+        (true, false)
+    }
+
+    /// What Java would notify for the groups (name → the address that left) whose minimum id
+    /// left: those that still exist with acting master enabled.
+    /// Java: `RouteInfoManager#unRegisterBroker` (`needNotifyBrokerMap`)
+    fn min_id_notices(&self, left: BTreeMap<String, String>) -> Vec<MinBrokerIdChange> {
+        left.into_iter()
             .filter_map(|(name, offline)| {
                 let group = self.groups.get(name.as_str())?;
                 if !group.enable_acting_master {
@@ -112,8 +132,7 @@ impl RouteTable {
                 }
                 MinBrokerIdChange::for_group(group, Some(offline), None)
             })
-            .collect();
-        UnregisterOutcome { notify, live_removed }
+            .collect()
     }
 
     /// Removes a topic; with a (non-empty) cluster, only the queues of that cluster's broker

@@ -13,11 +13,13 @@ use super::*;
 use crate::route::{RouteForm, Routes};
 
 fn register_on(routes: &Routes, broker: &Broker, topics: &[&str]) {
-    routes.register_broker(broker.request(topics), NOW, false).expect("registration accepted");
+    routes
+        .write(|t| t.register_broker(broker.request(topics), NOW, false))
+        .expect("registration accepted");
 }
 
 fn body(routes: &Routes, topic: &str) -> Bytes {
-    routes.route_body(topic, RouteForm::Legacy, false).expect("route exists")
+    routes.snapshot().route_body(topic, RouteForm::Legacy, false).expect("route exists")
 }
 
 fn parse(body: &Bytes) -> TopicRouteData {
@@ -31,9 +33,9 @@ fn an_unchanged_reregistration_keeps_the_cached_body() {
     let first = body(&routes, "T");
     assert_eq!(first.as_ptr(), body(&routes, "T").as_ptr(), "second read is served from the cache");
     register_on(&routes, &Broker::master(), &["T"]);
-    assert!(routes.heartbeat(CLUSTER, MASTER_ADDR, NOW + 1));
+    assert!(routes.snapshot().heartbeat(CLUSTER, MASTER_ADDR, NOW + 1));
     assert_eq!(first.as_ptr(), body(&routes, "T").as_ptr());
-    assert_eq!(parse(&first), routes.route("T", false).unwrap());
+    assert_eq!(parse(&first), routes.snapshot().pickup_route("T", false).unwrap());
 }
 
 #[test]
@@ -49,11 +51,11 @@ fn topics_with_the_same_route_share_one_body_until_it_is_no_longer_used() {
     assert_ne!(t2_now.as_ptr(), t1.as_ptr(), "T2's route changed: its own body");
     assert_eq!(parse(&t2_now).queue_datas.len(), 2);
     // T1's body and T2's new one are in use; T2's old one (still the same bytes as T1's) too.
-    assert_eq!(routes.prune_route_bodies(), 2);
+    assert_eq!(routes.snapshot().prune_route_bodies(), 2);
     drop((t1, t2, t2_now));
-    routes.delete_topic("T1", None);
-    routes.delete_topic("T2", None);
-    assert_eq!(routes.prune_route_bodies(), 0, "no topic holds a body any more");
+    routes.write(|t| t.delete_topic("T1", None));
+    routes.write(|t| t.delete_topic("T2", None));
+    assert_eq!(routes.snapshot().prune_route_bodies(), 0, "no topic holds a body any more");
 }
 
 #[test]
@@ -61,18 +63,20 @@ fn a_change_to_another_topic_keeps_the_cached_body() {
     let routes = Routes::new();
     register_on(&routes, &Broker::master(), &["T", "U"]);
     let first = body(&routes, "T");
-    routes.wipe_write_perm("nobody");
-    routes.delete_topic("U", None);
-    routes.register_topic(
-        "V",
-        vec![QueueData {
-            broker_name: BROKER.into(),
-            perm: 6,
-            read_queue_nums: 1,
-            topic_sys_flag: 0,
-            write_queue_nums: 1,
-        }],
-    );
+    routes.write(|t| t.wipe_write_perm("nobody"));
+    routes.write(|t| t.delete_topic("U", None));
+    routes.write(|t| {
+        t.register_topic(
+            "V",
+            vec![QueueData {
+                broker_name: BROKER.into(),
+                perm: 6,
+                read_queue_nums: 1,
+                topic_sys_flag: 0,
+                write_queue_nums: 1,
+            }],
+        )
+    });
     assert_eq!(first.as_ptr(), body(&routes, "T").as_ptr());
 }
 
@@ -81,11 +85,11 @@ fn a_perm_wipe_changes_the_body() {
     let routes = Routes::new();
     register_on(&routes, &Broker::master(), &["T"]);
     let before = body(&routes, "T");
-    assert_eq!(routes.wipe_write_perm(BROKER), 2);
+    assert_eq!(routes.write(|t| t.wipe_write_perm(BROKER)), 2);
     let after = body(&routes, "T");
     assert_ne!(before, after);
     assert_eq!(parse(&after).queue_datas[0].perm, 4);
-    assert_eq!(routes.add_write_perm(BROKER), 2);
+    assert_eq!(routes.write(|t| t.add_write_perm(BROKER)), 2);
     assert_eq!(parse(&body(&routes, "T")).queue_datas[0].perm, 6);
 }
 
@@ -96,12 +100,12 @@ fn a_group_change_changes_the_body() {
     register_on(&routes, &Broker::slave(), &["T"]);
     let both = body(&routes, "T");
     assert_eq!(parse(&both).broker_datas[0].broker_addrs.0.len(), 2);
-    routes.apply_unregisters(&[Broker::slave().unregister()]);
+    routes.write(|t| t.apply_unregister_batch(&[Broker::slave().unregister()]));
     let master_only = body(&routes, "T");
     assert_eq!(parse(&master_only).broker_datas[0].broker_addrs.0.len(), 1);
 
-    routes.apply_unregisters(&[Broker::master().unregister()]);
-    assert_eq!(routes.route_body("T", RouteForm::Legacy, false), None);
+    routes.write(|t| t.apply_unregister_batch(&[Broker::master().unregister()]));
+    assert_eq!(routes.snapshot().route_body("T", RouteForm::Legacy, false), None);
 }
 
 #[test]
@@ -109,8 +113,8 @@ fn forms_and_acting_master_flag_are_cached_apart() {
     let routes = Routes::new();
     register_on(&routes, &Broker::slave(), &["T"]);
     let legacy = body(&routes, "T");
-    let standard = routes.route_body("T", RouteForm::Standard, false).unwrap();
-    let acting = routes.route_body("T", RouteForm::Legacy, true).unwrap();
+    let standard = routes.snapshot().route_body("T", RouteForm::Standard, false).unwrap();
+    let acting = routes.snapshot().route_body("T", RouteForm::Legacy, true).unwrap();
     assert!(legacy.windows(4).any(|w| w == b"{1:\""), "legacy keys are unquoted");
     assert!(standard.windows(5).any(|w| w == b"{\"1\":"), "standard keys are quoted");
     assert_eq!(
@@ -123,9 +127,12 @@ fn forms_and_acting_master_flag_are_cached_apart() {
     );
     assert_eq!(
         standard.as_ptr(),
-        routes.route_body("T", RouteForm::Standard, false).unwrap().as_ptr()
+        routes.snapshot().route_body("T", RouteForm::Standard, false).unwrap().as_ptr()
     );
-    assert_eq!(acting.as_ptr(), routes.route_body("T", RouteForm::Legacy, true).unwrap().as_ptr());
+    assert_eq!(
+        acting.as_ptr(),
+        routes.snapshot().route_body("T", RouteForm::Legacy, true).unwrap().as_ptr()
+    );
 }
 
 /// 50k topics, all with `queues` read/write queues, DataVersion counter `counter`.
@@ -150,7 +157,7 @@ fn readers_see_every_topic_before_or_after_50k_topic_registrations() {
     const READERS: u64 = 3;
     let names: Arc<Vec<String>> = Arc::new((0..TOPICS).map(|i| format!("topic-{i:05}")).collect());
     let routes = Arc::new(Routes::new());
-    routes.register_broker(bulk(&names, 8, 1), NOW, false).unwrap();
+    routes.write(|t| t.register_broker(bulk(&names, 8, 1), NOW, false)).unwrap();
 
     let writing = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -174,7 +181,8 @@ fn readers_see_every_topic_before_or_after_50k_topic_registrations() {
                     let topic = &names[(x % TOPICS as u64) as usize];
                     let form = if x & 1 == 0 { RouteForm::Legacy } else { RouteForm::Standard };
                     let route: TopicRouteData =
-                        from_json(&routes.route_body(topic, form, false).unwrap()).unwrap();
+                        from_json(&routes.snapshot().route_body(topic, form, false).unwrap())
+                            .unwrap();
                     assert_eq!(route.queue_datas.len(), 1);
                     let q = &route.queue_datas[0];
                     assert_eq!(
@@ -213,7 +221,7 @@ fn readers_see_every_topic_before_or_after_50k_topic_registrations() {
 
     writing.store(true, Ordering::Release);
     for (queues, counter) in [(4, 2), (8, 3), (4, 4)] {
-        routes.register_broker(bulk(&names, queues, counter), NOW, false).unwrap();
+        routes.write(|t| t.register_broker(bulk(&names, queues, counter), NOW, false)).unwrap();
     }
     writing.store(false, Ordering::Release);
     done.store(true, Ordering::Release);
