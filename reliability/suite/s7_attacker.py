@@ -182,7 +182,10 @@ def admin_loop(w, ns, deadline, results):
         args, expect = cmds[i % len(cmds)]
         i += 1
         rc, out = mqadmin_with_tools_yml(w.env, args, ns.addr, OPS)
-        ok = rc == 0 and expect in out and "Exception" not in out
+        # clusterList also asks every broker of the cluster info for its figures and prints the
+        # exception of each it cannot reach: the attacker's own groups (registered with its own
+        # broker account, at addresses of its choosing) are such brokers.
+        ok = rc == 0 and expect in out and (args[0] == "clusterList" or "Exception" not in out)
         results.append((args[0], ok, "" if ok else out.strip()[-300:]))
 
 
@@ -314,8 +317,9 @@ def one(w, c, col, kind):
     c.check(not forged and raw_escapes == 0 and longest <= 8192,
             "%s: no line the attacker composed is a log record, no raw escape, no line over 8 KiB (%d, %d, %d)"
             % (col, len(forged), raw_escapes, longest))
-    c.check(tallies["fenced"].requests() > 0 and "0" in tallies["fenced"].counts,
-            "%s: the fenced registrations were answered (%s)" % (col, tallies["fenced"].text()))
+    c.check(tallies["fenced"].counts.get("0", 0) > 1000 and "holder at the end: the master" in tallies["fenced"].counts,
+            "%s: the fenced registrations were answered and none took the master's place (%s)"
+            % (col, tallies["fenced"].text()))
     lock = tallies["lockout"].counts
     c.check(any(k.startswith("right secret while blocked 16") for k in lock),
             "%s: the guesser, blocked, is refused even with the right secret (%s)"
