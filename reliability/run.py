@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Fault-injection suite (issue #13): our nameserver and the Java nameserver side by side under
-restarts, partitions, registration storms, kill -9 loops, a full disk and hostile clients.
+restarts, partitions, registration storms, kill -9 loops, a full disk, hostile clients and an
+attacker on the network with access control on.
 
 Usage: reliability/run [SCENARIO...] [--servers ours,java] [--ci] [--out FILE]
        reliability/run --list
 The last line printed is `N passed, M failed`; exit code 0 only when every selected scenario
 passed. The side-by-side table goes to stdout and to reliability/results/latest.md (--ci: to
-reliability/.cache/ci.md, a short subset: scenario 1 and one hostile-client case, ours only).
+reliability/.cache/ci.md, a short subset: scenario 1, one hostile-client case and scenario 7, ours only).
 Env: RELIABILITY_TIMEOUT (seconds for the scenarios, default 3600), CARGO_TARGET_DIR,
      NAMESRV_BIN + NSFAULT_BIN (skip the build), RELIABILITY_P99_MS (hostile-client p99 limit).
 """
@@ -23,7 +24,7 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from suite import s1_restart, s2_partition, s3_storm, s4_killloop, s5_diskfull, s6_hostile  # noqa: E402
+from suite import s1_restart, s2_partition, s3_storm, s4_killloop, s5_diskfull, s6_hostile, s7_attacker  # noqa: E402
 from suite.base import CACHE, CLEANUP, ROOT, T0, Ctx, Fail, say  # noqa: E402
 from suite.world import JAVA_NS_OPTS, World  # noqa: E402
 
@@ -34,9 +35,10 @@ SCENARIOS = {
     4: s4_killloop,
     5: s5_diskfull,
     6: s6_hostile,
+    7: s7_attacker,
 }
 # Bound of each scenario (seconds); the run's own limit is RELIABILITY_TIMEOUT.
-LIMITS = {1: 900, 2: 600, 3: 900, 4: 1200, 5: 300, 6: 1200}
+LIMITS = {1: 900, 2: 600, 3: 900, 4: 1200, 5: 300, 6: 1200, 7: 600}
 
 
 class Timeout(BaseException):
@@ -117,7 +119,7 @@ def main():
     servers = [s.strip() for s in args.servers.split(",") if s.strip()]
     if args.ci:
         servers = ["ours"]
-    selected = args.scenarios or ([1, 6] if args.ci else sorted(SCENARIOS))
+    selected = args.scenarios or ([1, 6, 7] if args.ci else sorted(SCENARIOS))
     unknown = [n for n in selected if n not in SCENARIOS]
     if unknown or not servers or any(s not in ("ours", "java") for s in servers):
         print("unknown scenario(s) %s or servers %s" % (unknown, servers))

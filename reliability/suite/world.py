@@ -147,6 +147,8 @@ class NameServer:
         self.proc = None
         self.starts = 0
         self.rss = None
+        # (access key, secret key) its readiness probe signs with (authenticationMode=all).
+        self.credentials = None
 
     def label(self):
         return "%s %s (%s)" % (self.kind, self.key, self.addr)
@@ -189,7 +191,8 @@ class NameServer:
                 raise Fail("nameserver %s exited (rc=%s):\n%s" % (
                     self.label(), self.proc.popen.returncode, self.proc.log_tail()))
             try:
-                if port_open(self.addr, 0.3) and rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2).code == 0:
+                if port_open(self.addr, 0.3) and rm.call(self.addr, rm.GET_BROKER_CLUSTER_INFO, timeout=2,
+                                                                 credentials=self.credentials).code == 0:
                     return time.time()
             except Exception:  # noqa: BLE001 - not up yet
                 pass
