@@ -14,7 +14,7 @@ import threading
 import time
 
 from harness import remoting as rm
-from harness.scenarios.s12_access_control import mqadmin_with_tools_yml
+from harness.fixture import mqadmin_with_tools_yml
 
 from . import attacker
 from .base import JAVA, OURS, Fail, fmt_mib, rss_kib, say
