@@ -21,7 +21,15 @@ from harness import remoting as rm
 
 ATK_READER = ("atk-reader", "atk-reader-secret-1")
 ATK_BROKER = ("atk-broker", "atk-broker-secret-1")  # brokerNames: ["atk-*"]
+# Another broker account of the attacker's own groups, for the controller port: its refused
+# operator elections fill its failure window, which must not block ATK_BROKER's fencing.
+ATK_CTL_BROKER = ("atk-ctl-broker", "atk-ctl-secret-01")  # brokerNames: ["atk-*"]
 GUESSED = ("guessed", "guessed-secret-0001")  # an admin account whose secret the guesser tries
+# Controller request codes the interop harness does not name: Java's UPDATE_CONTROLLER_CONFIG and
+# our Raft RPCs between controller nodes (crates/controller/src/raft/network.rs).
+UPDATE_CONTROLLER_CONFIG = 1009
+RAFT_APPEND = 60101
+RAFT_VOTE = 60102
 SPOOFED = "10.9.0.5"  # inside globalWhiteRemoteAddresses
 # A complete log record the attacker composes inside a broker address and a cluster name.
 FORGED = "2026-12-02T12:00:00.000000Z  INFO audit: accepted who=account:ops peer=10.0.0.1:1 code=205 result=0"
@@ -301,6 +309,40 @@ def fence_holder(addr):
         return type(e).__name__
 
 
+def controller_port(ctrl_addr, deadline, t, group, victim):
+    """Finding 6: the embedded controller's port. Elections, metadata cleaning and config
+    updates unsigned, as a reader and as a broker account of another group; Raft votes and
+    appends from a client that is not a peer (unsigned and reader-signed). Each should be
+    refused (16); a SUCCESS is an applied attack."""
+    cluster, name, _ = victim
+    elect = {"clusterName": cluster, "brokerName": name, "brokerId": "1", "designateElect": "true",
+             "invokeTime": "1"}
+    own = dict(elect, designateElect="false")
+    clean = {"clusterName": cluster, "brokerName": name, "brokerControllerIdsToClean": "1",
+             "isCleanLivingBroker": "true", "invokeTime": "1"}
+    vote = b'{"vote":{"leader_id":{"term":999999,"node_id":9},"committed":false},"last_log_id":null}'
+    append = (b'{"vote":{"leader_id":{"term":999999,"node_id":9},"committed":true},'
+              b'"prev_log_id":null,"entries":[],"leader_commit":null}')
+    raft = {"group": group}
+    cases = []
+    for who, creds in (("unsigned", None), ("reader", ATK_READER)):
+        cases += [
+            ("%s electMaster" % who, rm.CONTROLLER_ELECT_MASTER, elect, None, creds),
+            ("%s cleanBrokerMetadata" % who, rm.CLEAN_BROKER_DATA, clean, None, creds),
+            ("%s updateControllerConfig" % who, UPDATE_CONTROLLER_CONFIG, None,
+             "authenticationEnabled=false\ncontrollerStorePath=/tmp/atk\n", creds),
+            ("%s Raft vote" % who, RAFT_VOTE, raft, vote, creds),
+            ("%s Raft append" % who, RAFT_APPEND, raft, append, creds),
+        ]
+    cases += [("foreign broker electMaster", rm.CONTROLLER_ELECT_MASTER, own, None, ATK_CTL_BROKER),
+              ("foreign broker operator electMaster", rm.CONTROLLER_ELECT_MASTER, elect, None, ATK_CTL_BROKER)]
+    while time.time() < deadline:
+        for what, code, ext, body, creds in cases:
+            outcome, _ = _answer(ctrl_addr, _req(code, ext, body, creds))
+            t.add(outcome, outcome == "0", what)
+        _pace(deadline, 0.2)
+
+
 def clean_up_own(addr):
     """The attacker's own groups go again (signed by their owner): the route tables compared
     after the attack hold nothing of it."""
@@ -315,12 +357,14 @@ ATTACKS = [
     ("3 lock-out flood: unsigned, unknown keys, a guesser of a third account", "lockout"),
     ("4 HTTP side door: anonymous, X-Forwarded-For, wrong Basic, write methods, plain credentials", "http"),
     ("5 broker ownership: atk-broker registers over / unregisters the real broker", "ownership"),
+    ("6 controller port: elections, cleaning, config updates, Raft votes and appends from non-peers", "controller"),
     ("7 wire input: forged log lines, 10 MB KV keys (fenced registrations: their own row)", "wire"),
 ]
 
 
-def run_all(addr, secs, victim, http_addr=None, outside_http=None, reader=None):
-    """Every attack at once for `secs` seconds; returns {key: Tally} (and "fenced")."""
+def run_all(addr, secs, victim, http_addr=None, outside_http=None, reader=None, controller=None):
+    """Every attack at once for `secs` seconds; returns {key: Tally} (and "fenced").
+    `controller`: (address, group) of an embedded controller to attack, or None."""
     deadline = time.time() + secs
     tallies = {key: Tally() for _, key in ATTACKS}
     tallies["fenced"] = Tally()
@@ -332,6 +376,8 @@ def run_all(addr, secs, victim, http_addr=None, outside_http=None, reader=None):
         (ownership, (addr, deadline, tallies["ownership"], victim)),
         (wire_input, (addr, deadline, tallies["wire"], tallies["fenced"])),
     ]
+    if controller is not None:
+        jobs.append((controller_port, (controller[0], deadline, tallies["controller"], controller[1], victim)))
     threads = [threading.Thread(target=_guarded, args=(fn, a), daemon=True) for fn, a in jobs]
     for th in threads:
         th.start()

@@ -15,6 +15,7 @@ import time
 
 from harness import remoting as rm
 from harness.fixture import mqadmin_with_tools_yml
+from harness.procs import free_port_block
 
 from . import attacker
 from .base import JAVA, OURS, Fail, fmt_mib, rss_kib, say
@@ -38,8 +39,11 @@ accounts:
   - {accessKey: %s, secretKey: "%s", role: reader}
   - {accessKey: %s, secretKey: "%s", role: broker, brokerNames: ["atk-*"]}
   - {accessKey: %s, secretKey: "%s", role: admin}
+  - {accessKey: %s, secretKey: "%s", role: broker, brokerNames: ["atk-*"]}
 """ % (OPS + BROKER_KEY + (BROKER,) + PRODUCER + VIEWER + attacker.ATK_READER + attacker.ATK_BROKER
-       + attacker.GUESSED)
+       + attacker.GUESSED + attacker.ATK_CTL_BROKER)
+GET_CONTROLLER_CONFIG = 1010
+CTRL_GROUP = "s7-embedded"
 RSS_BOUND_MIB = 256
 REFUSED = ("rocketmq_namesrv_auth_refused_total", "rocketmq_namesrv_connections_refused_total",
            "rocketmq_namesrv_http_connections_refused_total")
@@ -84,9 +88,21 @@ def clusters_without_attacker(resp):
     return json.dumps(ci, sort_keys=True)
 
 
-def state(ns, java_store):
+def controller_state(addr):
+    """The embedded controller's config (1010, as the admin) and metadata (1005: group, leader,
+    peers), for the before/after comparison."""
+    cfg = rm.call(addr, GET_CONTROLLER_CONFIG, credentials=OPS)
+    meta = rm.call(addr, rm.CONTROLLER_GET_METADATA_INFO, credentials=VIEWER)
+    ext = meta.ext or {}
+    return {"controller config": cfg.code if cfg.code != 0 else cfg.body_text(),
+            "controller metadata": meta.code if meta.code != 0 else json.dumps(
+                {k: ext.get(k) for k in ("group", "controllerLeaderId", "controllerLeaderAddress", "peers")},
+                sort_keys=True)}
+
+
+def state(ns, java_store, ctrl_addr=None):
     creds = VIEWER
-    return {
+    return {**(controller_state(ctrl_addr) if ctrl_addr else {}),
         "KV file": read(ns.kv_path),
         "-c file": read(ns.conf),
         "config store (configStorePath)": read(java_store),
@@ -209,6 +225,13 @@ def one(w, c, col, kind):
             f.write(ACCOUNTS)
         os.chmod(props["authConfigPath"], 0o600)
         ns.credentials = VIEWER
+        # An embedded controller (one node) on a port of its own: finding 6's target.
+        ctrl_addr = "127.0.0.1:%d" % free_port_block((0,))
+        ns.props.update({"enableControllerInNamesrv": "true", "controllerDLegerGroup": CTRL_GROUP,
+                         "controllerDLegerPeers": "n0-" + ctrl_addr, "controllerDLegerSelfId": "n0",
+                         "controllerStorePath": os.path.join(ns.dir, "controller")})
+    else:
+        ctrl_addr = None
     http_addr = "127.0.0.1:%s" % ns.props["httpListenPort"] if kind == "ours" else None
     outside_http = "%s:%s" % (outside, ns.props["httpListenPort"]) if outside else None
     java_store = os.path.join(ns.dir, "namesrv", "namesrv.properties")
@@ -234,7 +257,15 @@ def one(w, c, col, kind):
     prod = w.producer("produce-loop", ns.addr, TOPIC, (SECS + 20) * 1000, intervalMs=100, pollMs=1000,
                       accessKey=PRODUCER[0], secretKey=PRODUCER[1])
     time.sleep(8)  # the producer's start-up
-    before = state(ns, java_store)
+    if ctrl_addr:
+        deadline = time.time() + 30
+        while time.time() < deadline and "n0" not in str(controller_state(ctrl_addr)["controller metadata"]):
+            time.sleep(0.5)
+    before = state(ns, java_store, ctrl_addr)
+    if ctrl_addr:
+        c.require(isinstance(before["controller config"], str) and "n0" in before["controller metadata"],
+                  "%s: the embedded controller answers the admin's 1010 and names its leader n0 (%s)"
+                  % (col, before["controller metadata"]))
     metrics0 = scrape(http_addr) if http_addr else {}
     log0 = len(ns.log_text())
     rss0 = rss_kib(ns.pid) or 0
@@ -245,12 +276,13 @@ def one(w, c, col, kind):
     t_admin.start()
     t0 = time.time()
     t0_ms = int(t0 * 1000)
-    tallies = attacker.run_all(ns.addr, SECS, (CLUSTER, BROKER, broker.addr), http_addr, outside_http, VIEWER)
+    tallies = attacker.run_all(ns.addr, SECS, (CLUSTER, BROKER, broker.addr), http_addr, outside_http, VIEWER,
+                                 (ctrl_addr, CTRL_GROUP) if ctrl_addr else None)
     secs = time.time() - t0
     t_admin.join(120)
     legit.stop()
     time.sleep(6)  # one more broker period: a forged route would show
-    after = state(ns, java_store)
+    after = state(ns, java_store, ctrl_addr)
     peak = ns.rss.peak()
     rss1 = rss_kib(ns.pid) or 0
     metrics1 = scrape(http_addr) if http_addr else {}
@@ -320,6 +352,10 @@ def one(w, c, col, kind):
     c.check(tallies["fenced"].counts.get("0", 0) > 1000 and "holder at the end: the master" in tallies["fenced"].counts,
             "%s: the fenced registrations were answered and none took the master's place (%s)"
             % (col, tallies["fenced"].text()))
+    ctl = tallies["controller"]
+    c.check(ctl.requests() > 0 and set(ctl.counts) == {"16"},
+            "%s: every request to the embedded controller's port from the attacker refused 16 (%s)"
+            % (col, ctl.text()))
     lock = tallies["lockout"].counts
     c.check(any(k.startswith("right secret while blocked 16") for k in lock),
             "%s: the guesser, blocked, is refused even with the right secret (%s)"
