@@ -365,3 +365,51 @@ async fn every_metric_of_the_grafana_dashboard_is_exposed() {
     }
     assert!(referenced.len() > 15, "{referenced:?}");
 }
+
+/// A 2,000-topic registration (a large body: the registration lane) that changed 20 topics
+/// with a new DataVersion is applied as its difference (`outcome="difference"`, #25), and
+/// every route is what the whole body gives; once another request changed this broker's
+/// queues (a wipe), the next one is applied in full, as Java's algorithm must then run.
+#[tokio::test]
+async fn a_changed_registration_is_applied_as_its_difference() {
+    use common::{data_version, register_body_of};
+    let server = TestServer::start_with_http(|_| {}).await;
+    let mut conn = server.connect().await;
+    let master = Broker::new("C", "broker-a", "10.0.0.1:10911", 0);
+    let table = |changed_perm: i32| -> Vec<remoting::body::TopicConfig> {
+        (0..2_000)
+            .map(|i| remoting::body::TopicConfig {
+                read_queue_nums: 8,
+                write_queue_nums: 8,
+                perm: if i % 100 == 7 { changed_perm } else { 6 },
+                ..remoting::body::TopicConfig::named(format!("Topic-{i:05}"))
+            })
+            .collect()
+    };
+    let outcome = |s: &Scrape, o: &str| {
+        s.value("rocketmq_namesrv_registrations_total", &[("outcome", o)]).unwrap_or(0.0)
+    };
+    let perm =
+        |route: Option<remoting::body::TopicRouteData>| route.expect("route").queue_datas[0].perm;
+    let first = master.register_body(register_body_of(table(6), data_version(1)));
+    assert!(first.body_bytes().len() > 64 * 1024, "a body for the lane");
+    assert_eq!(conn.call(first).await.code, 0);
+    let body = register_body_of(table(2), data_version(2));
+    assert_eq!(conn.call(master.register_body(body)).await.code, 0);
+    let s = scrape(&server).await;
+    assert_eq!((outcome(&s, "applied"), outcome(&s, "difference")), (1.0, 1.0));
+    assert_eq!(perm(conn.route("Topic-00107").await), 2, "a changed topic");
+    assert_eq!(perm(conn.route("Topic-00108").await), 6, "an unchanged one");
+    assert_eq!(perm(conn.route("Topic-01907").await), 2);
+
+    // A wipe changes this broker's queues: the next changed body is applied in full, and it
+    // restores every perm the wipe took, as Java does.
+    let wipe = request(RequestCode::WipeWritePermOfBroker, &[("brokerName", "broker-a")], None);
+    assert_eq!(conn.call(wipe).await.ext("wipeTopicCount"), Some("2000"));
+    let body = register_body_of(table(4), data_version(3));
+    assert_eq!(conn.call(master.register_body(body)).await.code, 0);
+    let s = scrape(&server).await;
+    assert_eq!((outcome(&s, "applied"), outcome(&s, "difference")), (2.0, 1.0));
+    assert_eq!(perm(conn.route("Topic-00108").await), 6, "restored by the full body");
+    assert_eq!(perm(conn.route("Topic-00107").await), 4);
+}

@@ -187,7 +187,7 @@ fn register_counters(r: &mut Registry, m: &Metrics) {
     );
     let registrations: Vec<_> =
         m.registrations().into_iter().map(|(o, n)| (o.label(), n)).collect();
-    r.register("registrations", "REGISTER_BROKER requests by outcome (applied, unchanged: liveness refreshed only, crc_mismatch, refused)", label_counts("outcome", &registrations));
+    r.register("registrations", "REGISTER_BROKER requests by outcome (applied, difference: only the changed topics decoded and put, unchanged: liveness refreshed only, crc_mismatch, refused)", label_counts("outcome", &registrations));
     r.register(
         "registration_apply_seconds",
         "REGISTER_BROKER handling time: body check, decode and apply",

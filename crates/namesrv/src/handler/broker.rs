@@ -21,6 +21,7 @@ use remoting::{version, RemotingCommand, ResponseCode};
 use tracing::{debug, info, warn};
 use xxhash_rust::xxh3::Xxh3;
 
+use super::delta::Skimmed;
 use super::{success, success_json};
 use crate::config::Config;
 use crate::dispatch::{HandlerError, HandlerResult};
@@ -103,6 +104,14 @@ pub async fn register(
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
         return register_now(state, conn, request);
     }
+    // A re-registration that differs from the broker's last one in its DataVersion alone (every
+    // broker, every 30 s) costs a digest of its body: answered here, never queued on the lane
+    // behind registrations that must decode theirs (#25).
+    let started = std::time::Instant::now();
+    if let Some((result, outcome)) = unchanged_in_place(state, conn, request) {
+        record(state, request, started, outcome);
+        return result;
+    }
     // The broker is alive now, however long its registration waits for the lane: refresh its
     // live entry at once, so a queue behind a read storm never expires it.
     let header: RegisterBrokerRequestHeader = request.decode_header();
@@ -121,7 +130,23 @@ pub async fn register(
 fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
     let started = std::time::Instant::now();
     let (result, outcome) = register_counted(state, conn, request);
-    if matches!(outcome, RegistrationOutcome::Applied | RegistrationOutcome::Unchanged) {
+    record(state, request, started, outcome);
+    result
+}
+
+/// Counts a registration and keeps (or drops) the broker's remoting version.
+fn record(
+    state: &State,
+    request: &RemotingCommand,
+    started: std::time::Instant,
+    outcome: RegistrationOutcome,
+) {
+    if matches!(
+        outcome,
+        RegistrationOutcome::Applied
+            | RegistrationOutcome::Difference
+            | RegistrationOutcome::Unchanged
+    ) {
         if let (Some(cluster), Some(addr)) = (request.ext("clusterName"), request.ext("brokerAddr"))
         {
             // Only a live broker's version is kept (its record goes with it): a registration
@@ -135,7 +160,47 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
     }
     state.metrics.registration(outcome);
     state.metrics.registration_apply.observe(started.elapsed());
-    result
+}
+
+/// The unchanged-registration shortcut alone, at the cost of one digest of the body: a body
+/// equal to this address's last fully applied one outside its `DataVersion`, with a matching
+/// `bodyCrc32`. `None` for anything else (then [`register_counted`] decides, CRC errors
+/// included).
+fn unchanged_in_place(
+    state: &State,
+    conn: &ConnCtx,
+    request: &RemotingCommand,
+) -> Option<(HandlerResult, RegistrationOutcome)> {
+    let header: RegisterBrokerRequestHeader = request.decode_header();
+    if header.compressed.unwrap_or(false) {
+        return None;
+    }
+    let (cluster, broker_addr) = (header.cluster_name.as_deref()?, header.broker_addr.as_deref()?);
+    let (broker_name, broker_id) = (header.broker_name.as_deref()?, header.broker_id?);
+    let (frame, stamped_digest) = state.routes.snapshot().version_frame(cluster, broker_addr)?;
+    let config = state.config.load();
+    let zone_name = request.ext(ZONE_NAME);
+    let fields =
+        digest_fields(request, &header, zone_name, config.delete_topic_with_broker_registration);
+    let body = request.body_bytes();
+    let around =
+        digest_around_version(&fields, body, frame).filter(|a| a.digest == stamped_digest)?;
+    let crc = header.body_crc32.unwrap_or(0);
+    if crc != 0 && frame.body_crc32(&body[around.middle.clone()]) != crc {
+        return None;
+    }
+    let key = UnchangedRegistration {
+        cluster,
+        broker_addr,
+        broker_name,
+        broker_id,
+        request_digest: around.digest,
+        conn: conn.id,
+        data_version: Some(around.version),
+    };
+    let outcome = state.routes.refresh_unchanged(&key, state.now_ms())?;
+    debug!(broker = %clip(broker_addr), "re-registration with an unchanged topic table: answered in place");
+    Some((Ok(register_response(state, &config, outcome)), RegistrationOutcome::Unchanged))
 }
 
 fn register_counted(
@@ -179,15 +244,29 @@ fn register_counted(
         max_inflated: u64::try_from(config.register_body_max_inflated_bytes).unwrap_or(0),
         max_topics: usize::try_from(config.register_broker_max_topics).unwrap_or(0),
     };
+    let digest = (request_digest, version_frame);
+    let skimmed = if compressed { None } else { Skimmed::new(request, &fields) };
+    if let Some(skimmed) = skimmed.as_ref().filter(|_| !delete_topics) {
+        let applied = register_delta(state, conn, &header, zone_name, skimmed, digest, &limits);
+        if let Some(applied) = applied {
+            return applied;
+        }
+    }
     let body = match register_body(request, compressed, limits) {
         Ok(body) => body,
         Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused),
     };
-    let digest = (request_digest, version_frame);
-    let (registration, event) = match registration(state, header, zone_name, body, conn, digest) {
-        Ok(both) => both,
-        Err(e) => return (Err(e), RegistrationOutcome::Refused),
-    };
+    // The base the next registration may be applied as a difference from.
+    let base = skimmed
+        .filter(|s| s.matches(&body.topic_config_serialize_wrapper.topic_config_table))
+        .map(|s| s.base);
+    let topics = body.topic_config_serialize_wrapper.topic_config_table.len();
+    let (mut registration, event) =
+        match registration(state, header, zone_name, body, topics, conn, digest) {
+            Ok(both) => both,
+            Err(e) => return (Err(e), RegistrationOutcome::Refused),
+        };
+    registration.delta_base = base;
     let now_ms = state.now_ms();
     match state.routes.write(|t| t.register_broker(registration, now_ms, delete_topics)) {
         Ok(outcome) => {
@@ -197,6 +276,50 @@ fn register_counted(
         Err(e) => {
             info!(error = %e, "register broker failed");
             (Ok(register_failed("register broker failed")), RegistrationOutcome::Refused)
+        }
+    }
+}
+
+/// The registration as its difference from this address's last one, decoding only the topic
+/// entries that one did not have (see `delta.rs`); `None` when it cannot be (no base, another
+/// rest, an entry the full decoder must judge, or the tables no longer allow it).
+fn register_delta(
+    state: &State,
+    conn: &ConnCtx,
+    header: &RegisterBrokerRequestHeader,
+    zone_name: Option<&str>,
+    skimmed: &Skimmed<'_>,
+    digest: (u64, Option<VersionFrame>),
+    limits: &BodyLimits,
+) -> Option<(HandlerResult, RegistrationOutcome)> {
+    let (cluster, addr) = (header.cluster_name.as_deref()?, header.broker_addr.as_deref()?);
+    let base = state.routes.snapshot().delta_base(cluster, addr)?;
+    if base.rest_digest != skimmed.base.rest_digest {
+        return None;
+    }
+    let changed = skimmed.changed(&base, limits.max_topics)?;
+    let body = RegisterBrokerBody {
+        filter_server_list: None, // the same as the base's, which the tables hold
+        topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+            data_version: skimmed.data_version(),
+            topic_config_table: changed,
+            ..Default::default()
+        },
+    };
+    let (mut registration, event) =
+        registration(state, header.clone(), zone_name, body, skimmed.topics(), conn, digest)
+            .ok()?;
+    registration.delta_base = Some(skimmed.base.clone());
+    let now_ms = state.now_ms();
+    let config = state.config.load();
+    match state.routes.write(|t| t.register_delta(registration, &base, now_ms))? {
+        Ok(outcome) => {
+            state.event(event);
+            Some((Ok(register_response(state, &config, outcome)), RegistrationOutcome::Difference))
+        }
+        Err(e) => {
+            info!(error = %e, "register broker failed");
+            Some((Ok(register_failed("register broker failed")), RegistrationOutcome::Refused))
         }
     }
 }
@@ -224,6 +347,7 @@ fn registration(
     header: RegisterBrokerRequestHeader,
     zone_name: Option<&str>,
     body: RegisterBrokerBody,
+    topics: usize,
     conn: &ConnCtx,
     (request_digest, version_frame): (u64, Option<VersionFrame>),
 ) -> Result<(RegisterBroker, NewEvent), HandlerError> {
@@ -238,8 +362,7 @@ fn registration(
     let event = NewEvent::new(
         if was_live { EventKind::BrokerReregistered } else { EventKind::BrokerRegistered },
         format!(
-            "{} topics, data version {}",
-            body.topic_config_serialize_wrapper.topic_config_table.len(),
+            "{topics} topics, data version {}",
             body.topic_config_serialize_wrapper.data_version.counter
         ),
     )
@@ -258,6 +381,7 @@ fn registration(
         conn: conn.id,
         request_digest: Some(request_digest),
         version_frame,
+        delta_base: None,
     };
     Ok((registration, event))
 }
@@ -599,10 +723,15 @@ mod tests {
         })
         .await;
 
-        // 50 ms later the next registration arrives: it waits, yet its broker is refreshed.
+        // A re-registration that differs in its DataVersion alone is answered in place, never
+        // queued (#25).
+        let unchanged = registration(2_000, 2);
+        assert_eq!(register(&state, &conn, &unchanged).await.expect("answered").code, 0);
+
+        // 50 ms later a changed registration arrives: it waits, yet its broker is refreshed.
         tokio::time::advance(Duration::from_millis(50)).await;
         let waiting = {
-            let (state, conn, request) = (Arc::clone(&state), conn.clone(), registration(2_000, 2));
+            let (state, conn, request) = (Arc::clone(&state), conn.clone(), registration(2_001, 3));
             tokio::spawn(async move { register(&state, &conn, &request).await })
         };
         until("the queued registration to refresh its broker", || heartbeat() != registered_at)

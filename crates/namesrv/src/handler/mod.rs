@@ -3,6 +3,7 @@
 
 pub mod broker;
 pub mod config;
+mod delta;
 pub mod kv;
 pub mod route;
 pub mod topic;

@@ -41,6 +41,9 @@ pub const REGISTRATION_BUCKETS: [f64; 14] = [
 pub enum RegistrationOutcome {
     /// The full algorithm ran on the tables.
     Applied,
+    /// Applied as its difference from the broker's previous registration: only the topics whose
+    /// entries changed were decoded and put (#25).
+    Difference,
     /// An identical re-registration: only the broker's liveness was refreshed.
     Unchanged,
     /// The body's CRC32 did not match `bodyCrc32`; nothing applied.
@@ -51,13 +54,14 @@ pub enum RegistrationOutcome {
 
 impl RegistrationOutcome {
     /// Every outcome, in counter order.
-    pub const ALL: [RegistrationOutcome; 4] =
-        [Self::Applied, Self::Unchanged, Self::CrcMismatch, Self::Refused];
+    pub const ALL: [RegistrationOutcome; 5] =
+        [Self::Applied, Self::Difference, Self::Unchanged, Self::CrcMismatch, Self::Refused];
 
     /// The label value.
     pub fn label(self) -> &'static str {
         match self {
             Self::Applied => "applied",
+            Self::Difference => "difference",
             Self::Unchanged => "unchanged",
             Self::CrcMismatch => "crc_mismatch",
             Self::Refused => "refused",
@@ -131,7 +135,7 @@ pub struct Metrics {
     /// `sent_bytes_total`: remoting bytes written (before TLS).
     pub sent_bytes: Arc<ByteCount>,
     /// `registrations_total{outcome}`, by [`RegistrationOutcome`].
-    registrations: [AtomicU64; 4],
+    registrations: [AtomicU64; RegistrationOutcome::ALL.len()],
     /// `registration_apply_seconds`: REGISTER_BROKER handling, decode and apply (excluding
     /// the wait for the registration lane).
     pub registration_apply: DurationHistogram,

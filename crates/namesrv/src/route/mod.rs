@@ -47,6 +47,8 @@ pub use snapshot::{
 pub use table::RouteTable;
 pub use view::{BrokerRow, LiveRow, TopicFilter, TopicPage};
 
+use std::sync::Arc;
+
 use remoting::body::{DataVersion, TopicConfigAndMappingSerializeWrapper};
 
 /// The identity of one broker connection, chosen by the server (Java: the Netty `Channel`).
@@ -87,6 +89,32 @@ pub struct RegisterBroker {
     /// Where the body's `DataVersion` sits, when the digest covers the body without it (a later
     /// request differing only there may take the shortcut with its new version).
     pub version_frame: Option<VersionFrame>,
+    /// Kept in the live entry for the next registration's difference, when the server computed
+    /// one.
+    pub delta_base: Option<DeltaBase>,
+}
+
+/// What a fully applied registration leaves for applying the broker's next one as a
+/// difference (#25): digests of the request outside its topic table and `DataVersion`, and of
+/// each topic-table entry as sent. Computed by the server (this module sees no bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeltaBase {
+    /// The header fields and the body outside the topic table and the `DataVersion`.
+    pub rest_digest: u64,
+    /// Every entry's digest (key and value bytes), sorted.
+    pub entries: Arc<[u64]>,
+}
+
+impl DeltaBase {
+    /// The same base: the same rest and the very same entries (shared, not compared).
+    pub fn same_as(&self, other: &DeltaBase) -> bool {
+        self.rest_digest == other.rest_digest && Arc::ptr_eq(&self.entries, &other.entries)
+    }
+
+    /// Whether an entry with this digest was in the base's body.
+    pub fn has(&self, entry_digest: u64) -> bool {
+        self.entries.binary_search(&entry_digest).is_ok()
+    }
 }
 
 /// The position of the `DataVersion` value in a registration body: the lengths of the bytes

@@ -114,7 +114,13 @@ impl RouteTable {
         self.put_filter_servers(&cluster, &addr, req.filter_server_list.take());
 
         // 11. The live entry, always replaced.
-        self.put_live_entry(&req, &cluster, &addr, now_ms, applied_all);
+        self.put_live_entry(
+            &req,
+            &cluster,
+            &addr,
+            now_ms,
+            (applied_all, is_master || is_prime_slave),
+        );
 
         // 13. A slave learns its live master.
         let mut outcome = self.master_of(&cluster, &name, broker_id);
@@ -143,6 +149,7 @@ impl RouteTable {
             before.as_ref().map_or_else(|| Arc::from(broker_name), |g| g.name.clone());
         if self.clusters.entry(cluster.clone()).or_default().insert(name.clone()) {
             self.topics_gen += 1;
+            self.bump_members(&name);
         }
         (cluster, name, before)
     }
@@ -257,7 +264,7 @@ impl RouteTable {
             }
             map.insert(bname.to_owned(), info.clone());
             self.mappings.insert(Arc::from(topic.as_str()), Arc::new(map));
-            self.topics_gen += 1;
+            self.bump_mappings();
             if let Some((key, entry)) = self.topics.get_key_value(topic) {
                 let (key, entry) = (key.clone(), entry.refreshed());
                 self.set_topic(key, Some(entry));
@@ -283,7 +290,7 @@ impl RouteTable {
     }
 
     /// Step 11: the registrant's live entry, always replaced (a new generation), stamped for
-    /// the unchanged-registration shortcut when the server computed a digest, with the table's
+    /// the unchanged-registration shortcut when the server computed a digest, with its group's
     /// generations after every other step.
     /// Java: `RouteInfoManager#registerBroker` (`brokerLiveTable.put`)
     fn put_live_entry(
@@ -292,7 +299,7 @@ impl RouteTable {
         cluster: &Arc<str>,
         addr: &Arc<str>,
         now_ms: u64,
-        applied_all: bool,
+        (applied_all, puts_topics): (bool, bool),
     ) {
         let generation = self.next_generation();
         let live = Live {
@@ -306,8 +313,10 @@ impl RouteTable {
                 request_digest,
                 version_frame: req.version_frame,
                 new_version_applies_nothing: applied_all,
-                broker_gen: self.broker_gen,
-                topics_gen: self.topics_gen,
+                group: self.group_gens.get(&*req.broker_name).copied().unwrap_or_default(),
+                puts_topics,
+                mappings_gen: self.mappings_gen,
+                delta_base: req.delta_base.clone(),
             }),
         };
         if self.put_live(cluster, addr, live) {
@@ -315,10 +324,42 @@ impl RouteTable {
         }
     }
 
+    /// This address's delta base, when its last registration left one: what the server
+    /// compares the next body's topic entries with.
+    pub fn delta_base(&self, cluster: &str, broker_addr: &str) -> Option<super::DeltaBase> {
+        self.live.get(cluster, broker_addr)?.unchanged_stamp.as_ref()?.delta_base.clone()
+    }
+
+    /// A registration whose topic table holds only the entries that differ from `base` (the
+    /// delta base of this address's last registration, which the server diffed against),
+    /// applied with Java's algorithm (§5.3): when the stamp allows it (see
+    /// [`UnchangedStamp::allows_delta`]), every entry `req` leaves out would be re-put as the
+    /// table already holds it, so the result is the full algorithm's. `None`, with nothing
+    /// applied, when it does not (the server then registers the whole body).
+    /// Java: `RouteInfoManager#registerBroker`
+    pub fn register_delta(
+        &mut self,
+        req: RegisterBroker,
+        base: &super::DeltaBase,
+        now_ms: u64,
+    ) -> Option<Result<RegisterOutcome, RegisterError>> {
+        // The same request outside its topic table and DataVersion.
+        req.delta_base.as_ref().filter(|new| new.rest_digest == base.rest_digest)?;
+        let live = self.live.get(&req.cluster, &req.broker_addr)?;
+        let version = req.topic_config.data_version;
+        let stamp = live.unchanged_stamp.as_ref()?;
+        if !stamp.allows_delta(base, &req.broker_name, version, live.data_version, self) {
+            return None;
+        }
+        Some(self.register_broker(req, now_ms, false))
+    }
+
     /// Whether [`RouteTable::refresh_unchanged`] would apply (a read-only pre-check).
     pub(super) fn may_refresh_unchanged(&self, key: &UnchangedRegistration<'_>) -> bool {
         self.live.get(key.cluster, key.broker_addr).is_some_and(|live| {
-            live.unchanged_stamp.is_some_and(|stamp| stamp.covers(key, live.data_version, self))
+            live.unchanged_stamp
+                .as_ref()
+                .is_some_and(|stamp| stamp.covers(key, live.data_version, self))
         })
     }
 
@@ -334,7 +375,7 @@ impl RouteTable {
         now_ms: u64,
     ) -> Option<RegisterOutcome> {
         let live = self.live.get(key.cluster, key.broker_addr)?;
-        let stamp = live.unchanged_stamp?;
+        let stamp = live.unchanged_stamp.clone()?;
         if !stamp.covers(key, live.data_version, self) {
             return None;
         }
@@ -361,7 +402,7 @@ impl RouteTable {
         cluster: &str,
         broker_addr: &str,
     ) -> Option<(super::VersionFrame, u64)> {
-        let stamp = self.live.get(cluster, broker_addr)?.unchanged_stamp?;
+        let stamp = self.live.get(cluster, broker_addr)?.unchanged_stamp.as_ref()?;
         Some((stamp.version_frame?, stamp.request_digest))
     }
 

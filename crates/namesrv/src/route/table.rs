@@ -148,8 +148,9 @@ pub(super) struct Live {
     pub unchanged_stamp: Option<UnchangedStamp>,
 }
 
-/// The digest of a registration request and the table generations right after it was applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The digest of a registration request and the generations of what its outcome depends on,
+/// right after it was applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct UnchangedStamp {
     pub request_digest: u64,
     /// Where the body's `DataVersion` sat, when the digest left it out.
@@ -157,23 +158,66 @@ pub(super) struct UnchangedStamp {
     /// The registration put every topic and mapping of its body (or none was the registrant's
     /// to put), so the same body with another `DataVersion` would change nothing either.
     pub new_version_applies_nothing: bool,
-    pub broker_gen: u64,
-    pub topics_gen: u64,
+    /// The registrant's group's generations. `queues` is `None` when the registrant puts no
+    /// topics (a slave that is not the prime one): then its group's queues are not its concern.
+    pub group: GroupGens,
+    pub puts_topics: bool,
+    /// [`RouteTable::mappings_gen`], for a registrant that puts topics (and so mappings).
+    pub mappings_gen: u64,
+    /// What the next registration of this address may be applied as a difference from.
+    pub delta_base: Option<super::DeltaBase>,
+}
+
+/// What can change a broker group's registration outcome, as generations (values of
+/// [`RouteTable::next_generation`], so a group removed and created again never repeats one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct GroupGens {
+    /// The group itself: its addresses, zone, acting-master flag, its cluster membership.
+    pub members: u64,
+    /// The group's queues in the topic table (any topic's entry for this broker name).
+    pub queues: u64,
 }
 
 impl UnchangedStamp {
-    /// Whether a registration `key` may take the shortcut: same digest, no table change since,
-    /// and either the same `DataVersion` as `current` or a stamp that allows a new one.
+    /// Whether a registration `key` may take the shortcut: same digest, nothing the outcome
+    /// depends on changed since (the registrant's group, its queues when it puts topics, the
+    /// static-topic mappings), and either the same `DataVersion` as `current` or a stamp that
+    /// allows a new one. Other groups' changes do not matter: Java's algorithm for this request
+    /// reads and writes only this group's entries.
     pub(super) fn covers(
         &self,
         key: &super::UnchangedRegistration<'_>,
         current: DataVersion,
         table: &RouteTable,
     ) -> bool {
+        let now = table.group_gens.get(key.broker_name).copied().unwrap_or_default();
         self.request_digest == key.request_digest
-            && self.broker_gen == table.broker_gen
-            && self.topics_gen == table.topics_gen
+            && self.group.members == now.members
+            && (!self.puts_topics
+                || (self.group.queues == now.queues && self.mappings_gen == table.mappings_gen))
             && (self.new_version_applies_nothing || key.data_version.is_none_or(|v| v == current))
+    }
+
+    /// Whether a registration may be applied as its difference from `base`, this stamp's
+    /// delta base: the same base and rest, a new `DataVersion` (Java then re-puts every topic
+    /// of the body), every topic of the last body put and nothing of this group's changed
+    /// since (so the table holds exactly what that body put: re-putting an unchanged entry
+    /// would change nothing).
+    pub(super) fn allows_delta(
+        &self,
+        base: &super::DeltaBase,
+        broker_name: &str,
+        new_version: DataVersion,
+        current: DataVersion,
+        table: &RouteTable,
+    ) -> bool {
+        let now = table.group_gens.get(broker_name).copied().unwrap_or_default();
+        self.delta_base.as_ref().is_some_and(|own| own.same_as(base))
+            && self.new_version_applies_nothing
+            && self.puts_topics
+            && new_version != current
+            && self.group == now
+            && self.mappings_gen == table.mappings_gen
     }
 }
 
@@ -253,6 +297,12 @@ pub struct RouteTable {
     pub(super) filters: ByAddr<Arc<[String]>>,
     /// Java `topicQueueMappingInfoTable` (never shrinks, like Java).
     pub(super) mappings: CowMap<Arc<BTreeMap<String, TopicQueueMappingInfo>>>,
+    /// Per broker group, the generations of what its registrations depend on (the unchanged
+    /// shortcut's scope: a registration is compared with its own group's changes, not the
+    /// whole table's).
+    pub(super) group_gens: HashMap<Arc<str>, GroupGens>,
+    /// Bumped whenever a static-topic mapping changes.
+    pub(super) mappings_gen: u64,
     /// The last registration generation handed out.
     pub(super) last_generation: u64,
     /// Bumped whenever a group or a filter-server entry changes: cached route bodies built at an
@@ -356,13 +406,32 @@ impl RouteTable {
         if before.is_some_and(|b| **b == group) {
             return;
         }
+        self.bump_members(&group.name);
         self.groups.insert(group.name.clone(), Arc::new(group));
         self.broker_gen += 1;
     }
 
     pub(super) fn remove_group(&mut self, name: &str) {
         if self.groups.remove(name).is_some() {
+            self.group_gens.remove(name);
             self.broker_gen += 1;
+        }
+    }
+
+    /// A change of `name`'s group or its cluster membership.
+    pub(super) fn bump_members(&mut self, name: &Arc<str>) {
+        let generation = self.next_generation();
+        self.group_gens.entry(name.clone()).or_default().members = generation;
+    }
+
+    /// A change of one of `name`'s queues in the topic table.
+    fn bump_queues(&mut self, name: &Arc<str>) {
+        let generation = self.next_generation();
+        match self.group_gens.get_mut(name) {
+            Some(gens) => gens.queues = generation,
+            None => {
+                self.group_gens.insert(name.clone(), GroupGens { members: 0, queues: generation });
+            }
         }
     }
 
@@ -372,9 +441,15 @@ impl RouteTable {
         }
     }
 
-    /// Replaces a topic's entry (`None` removes the topic).
+    /// Replaces a topic's entry (`None` removes the topic); the groups whose queue in it
+    /// changed are told ([`GroupGens::queues`]).
     pub(super) fn set_topic(&mut self, topic: Arc<str>, entry: Option<TopicEntry>) {
         self.topics_gen += 1;
+        let old = self.topics.get(&topic).cloned();
+        let changed = changed_queues(old.as_deref(), entry.as_ref());
+        for name in &changed {
+            self.bump_queues(name);
+        }
         match entry {
             Some(entry) => {
                 self.topics.insert(topic, Arc::new(entry));
@@ -383,6 +458,12 @@ impl RouteTable {
                 self.topics.remove(&topic);
             }
         }
+    }
+
+    /// A static-topic mapping changed.
+    pub(super) fn bump_mappings(&mut self) {
+        self.topics_gen += 1;
+        self.mappings_gen += 1;
     }
 
     /// The table's key for `topic` if present, else a new `Arc`.
@@ -440,4 +521,38 @@ impl RouteTable {
             self.set_topic(topic, entry);
         }
     }
+}
+
+/// The broker names whose queue differs between a topic's `old` and `new` entries (added,
+/// removed or changed); both lists are sorted by name.
+fn changed_queues(old: Option<&TopicEntry>, new: Option<&TopicEntry>) -> Vec<Arc<str>> {
+    let (old, new) =
+        (old.map_or(&[][..], |e| &e.queues[..]), new.map_or(&[][..], |e| &e.queues[..]));
+    let mut changed = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) if a.0 == b.0 => {
+                if a.1 != b.1 {
+                    changed.push(a.0.clone());
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a.0 < b.0 => {
+                changed.push(a.0.clone());
+                i += 1;
+            }
+            (Some(a), None) => {
+                changed.push(a.0.clone());
+                i += 1;
+            }
+            (_, Some(b)) => {
+                changed.push(b.0.clone());
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    changed
 }

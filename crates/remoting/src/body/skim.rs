@@ -58,6 +58,71 @@ pub fn skim_register_body(bytes: &[u8], broker_version: i32) -> Option<Skimmed<'
     Some(Skimmed { data_version, before: &bytes[..start], after: &bytes[end..] })
 }
 
+/// A body's topic table as sent, for applying a registration as its difference from the
+/// broker's previous one: every entry's bytes, and the bytes outside the table and the
+/// `DataVersion`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TopicTable<'a> {
+    pub data_version: DataVersion,
+    /// The `topicConfigTable` entries in body order: the key (between its quotes; never an
+    /// escape) and the value (an object, not validated).
+    pub entries: Vec<(&'a [u8], &'a [u8])>,
+    /// The body outside the `DataVersion` value and the `topicConfigTable` value, in order.
+    pub outside: [&'a [u8]; 3],
+}
+
+const TOPIC_CONFIG_TABLE: &[u8] = b"topicConfigTable";
+
+/// Skims an uncompressed JSON REGISTER_BROKER body for its topic table: `None` for every shape
+/// [`skim_register_body`] refuses, and also when the wrapper has no single `topicConfigTable`
+/// object, a topic key holds an escape or a value is not an object. Entries are not decoded:
+/// a caller decodes those it needs with [`from_json`], as the full decoder would.
+pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<'_>> {
+    let skimmed = skim_register_body(bytes, broker_version)?;
+    let dv = skimmed.before.len()..bytes.len() - skimmed.after.len();
+    // The wrapper is the object that holds the DataVersion: find it again by walking the top.
+    let top = skip_ws(bytes, 0);
+    let wrapper =
+        if broker_version < version::V3_0_11 { top } else { only_entry(bytes, top, WRAPPER)?.0 };
+    let (table, _) = only_entry(bytes, wrapper, TOPIC_CONFIG_TABLE)?;
+    let mut entries = Vec::new();
+    let mut i = skip_ws(bytes, table + 1);
+    let table_end = if bytes.get(i) == Some(&b'}') {
+        i + 1
+    } else {
+        loop {
+            if bytes.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = skip_string(bytes, i)?;
+            let key = &bytes[i + 1..key_end - 1];
+            if key.contains(&b'\\') {
+                return None;
+            }
+            i = skip_ws(bytes, key_end);
+            if bytes.get(i) != Some(&b':') {
+                return None;
+            }
+            let value = skip_ws(bytes, i + 1);
+            if bytes.get(value) != Some(&b'{') {
+                return None;
+            }
+            let value_end = skip_value(bytes, value)?;
+            entries.push((key, &bytes[value..value_end]));
+            i = skip_ws(bytes, value_end);
+            match bytes.get(i) {
+                Some(b',') => i = skip_ws(bytes, i + 1),
+                Some(b'}') => break i + 1,
+                _ => return None,
+            }
+        }
+    };
+    let tcs = table..table_end;
+    let (first, second) = if dv.start < tcs.start { (dv, tcs) } else { (tcs, dv) };
+    let outside = [&bytes[..first.start], &bytes[first.end..second.start], &bytes[second.end..]];
+    Some(TopicTable { data_version: skimmed.data_version, entries, outside })
+}
+
 /// Walks the object at `at` (which must start there): the value start of its only entry named
 /// `key` (an object), and the index after the object. `None` if the key is absent, repeated,
 /// written with an escape or its value is not an object, or the object is malformed.
@@ -200,6 +265,45 @@ mod tests {
             let c = encode(&body(2, &["A", "C"]));
             let sc = skim_register_body(&c, 500).unwrap();
             assert_ne!((sc.before, sc.after), (sb.before, sb.after));
+        }
+    }
+
+    #[test]
+    fn the_topic_table_is_split_into_entries_and_the_rest_kept() {
+        for encode in [to_legacy_json::<RegisterBrokerBody>, to_standard_json] {
+            let a = encode(&body(1, &["A", "B\"}{", "C"]));
+            let b = encode(&body(2, &["A", "C"]));
+            assert!(skim_topic_table(&a, 500).is_none(), "an escaped key");
+            let sb = skim_topic_table(&b, 500).expect("skimmed");
+            assert_eq!(sb.data_version.counter, 2);
+            let keys: Vec<_> = sb.entries.iter().map(|(k, _)| *k).collect();
+            assert_eq!(keys, [b"A".as_slice(), b"C"]);
+            for (key, value) in &sb.entries {
+                let tc: TopicConfig = from_json(value).expect("an entry decodes on its own");
+                assert_eq!(tc.topic_name.as_deref().map(str::as_bytes), Some(*key));
+            }
+            // Another version and other topics: the same bytes outside.
+            let c = encode(&body(7, &["X"]));
+            let sc = skim_topic_table(&c, 500).expect("skimmed");
+            assert_eq!(sb.outside, sc.outside);
+            // Outside: the keys and the rest, neither the table's entries nor the version.
+            let rest = sb.outside.concat();
+            assert!(memchr::memmem::find(&rest, b"\"topicConfigTable\":").is_some());
+            assert!(memchr::memmem::find(&rest, b"f:1").is_some(), "the filter servers");
+            assert!(memchr::memmem::find(&rest, b"\"A\"").is_none());
+            assert!(memchr::memmem::find(&rest, b"\"counter\":2").is_none());
+        }
+        let empty = br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{},"dataVersion":{"counter":1}}}"#;
+        let se = skim_topic_table(empty, 500).expect("an empty table");
+        assert!(se.entries.is_empty());
+        assert_eq!(se.outside[2], b"}}");
+        for bad in [
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":1}}}"#.as_slice(),
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{},"topicConfigTable":{"A":1}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{},"topicConfigTable":{A:{}}}}"#,
+            br#"{"topicConfigSerializeWrapper":{"dataVersion":{},"topicConfigTable":{},"topicConfigTable":{}}}"#,
+        ] {
+            assert!(skim_topic_table(bad, 500).is_none(), "{}", String::from_utf8_lossy(bad));
         }
     }
 

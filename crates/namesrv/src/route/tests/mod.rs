@@ -143,6 +143,7 @@ impl Broker {
             conn: self.conn,
             request_digest: None,
             version_frame: None,
+            delta_base: None,
         }
     }
 
