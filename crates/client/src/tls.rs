@@ -12,7 +12,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
@@ -133,7 +133,7 @@ impl TlsSettings {
             _ => builder.with_no_client_auth(),
         };
         Ok(ClientTls {
-            config: Arc::new(config),
+            config: Arc::new(RwLock::new(Arc::new(config))),
             verifies_server: !self.test_mode && self.auth_server,
         })
     }
@@ -173,10 +173,11 @@ impl TlsError {
     }
 }
 
-/// A built client TLS configuration. Cheap to clone.
+/// A built client TLS configuration. Cheap to clone; clones share the configuration in force,
+/// which [`ClientTls::reload`] replaces for the connections made after it.
 #[derive(Clone)]
 pub struct ClientTls {
-    config: Arc<rustls::ClientConfig>,
+    config: Arc<RwLock<Arc<rustls::ClientConfig>>>,
     verifies_server: bool,
 }
 
@@ -184,7 +185,7 @@ impl std::fmt::Debug for ClientTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientTls")
             .field("verifies_server", &self.verifies_server)
-            .field("client_certificate", &self.config.client_auth_cert_resolver.has_certs())
+            .field("client_certificate", &self.current().client_auth_cert_resolver.has_certs())
             .finish()
     }
 }
@@ -193,6 +194,21 @@ impl ClientTls {
     /// Whether the server's certificate is checked (chain and name).
     pub fn verifies_server(&self) -> bool {
         self.verifies_server
+    }
+
+    /// The rustls configuration new connections use.
+    pub fn current(&self) -> Arc<rustls::ClientConfig> {
+        self.config.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Builds `settings` again (their files read now) and puts the result in force for every
+    /// connection made from now on, by this value and its clones; established connections keep
+    /// theirs. On error the configuration in force stays. The settings should be the ones this
+    /// was built from: whether the server is checked is not changed.
+    pub fn reload(&self, settings: &TlsSettings) -> Result<(), TlsError> {
+        let fresh = settings.build()?.current();
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        Ok(())
     }
 
     /// The handshake over `tcp` to `addr` (`host:port`; the host is the name checked).
@@ -205,7 +221,7 @@ impl ClientTls {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_owned())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        tokio_rustls::TlsConnector::from(self.config.clone()).connect(name, tcp).await
+        tokio_rustls::TlsConnector::from(self.current()).connect(name, tcp).await
     }
 }
 

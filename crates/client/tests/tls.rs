@@ -112,3 +112,23 @@ async fn a_server_that_requires_a_client_certificate_serves_only_a_client_presen
     assert!(ask(&without).await.is_err(), "no client certificate, no answer");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_reloaded_trust_file_is_used_by_the_next_connection() {
+    let pki = pki::pki();
+    let server = enforcing(&pki, &[]).await;
+    let trust = pki.dir.path().join("trust.pem");
+    std::fs::copy(&pki.other_ca, &trust).expect("copy");
+    let settings = checked(&trust);
+    let c = client(&server, Some(settings.clone()));
+    assert!(ask(&c).await.is_err(), "the server's CA is not trusted yet");
+    std::fs::copy(&pki.ca, &trust).expect("copy");
+    c.config().tls.as_ref().expect("tls").reload(&settings).expect("reloads");
+    assert_eq!(ask(&c).await, Ok(0), "the next connection trusts the new file");
+    // A reload that fails keeps the configuration in force.
+    std::fs::write(&trust, "not PEM").expect("write");
+    assert!(c.config().tls.as_ref().expect("tls").reload(&settings).is_err());
+    c.close().await;
+    assert_eq!(ask(&c).await, Ok(0), "still the good trust file");
+    server.stop().await;
+}

@@ -195,15 +195,17 @@ conf::config_struct! {
     #[key(system_property)]
     tls_client_auth_server: Option<String> = "tls.client.authServer", None;
     /// The PEM CA certificates a dialled certificate must chain to; required with
-    /// `tls.client.authServer=true` (no system trust store is read).
+    /// `tls.client.authServer=true` (no system trust store is read). Reloaded without a
+    /// restart when the file changes (for the connections made after).
     #[key(system_property)]
     tls_client_trust_cert_path: Option<String> = "tls.client.trustCertPath", None;
     /// The PEM certificate chain the node presents when it dials (mutual TLS, e.g. for peers
     /// with `tls.server.need.client.auth=require`); with `tls.client.keyPath`. Ignored in test
-    /// mode.
+    /// mode. Reloaded without a restart when the file changes.
     #[key(system_property)]
     tls_client_cert_path: Option<String> = "tls.client.certPath", None;
-    /// The PEM private key of `tls.client.certPath`.
+    /// The PEM private key of `tls.client.certPath`. Reloaded without a restart when the file
+    /// changes.
     #[key(system_property)]
     tls_client_key_path: Option<String> = "tls.client.keyPath", None;
     /// The password of an encrypted PKCS#8 `tls.client.keyPath`.

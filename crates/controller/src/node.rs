@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client_tls;
 use crate::config::{Config, ConfigError, Peer, SharedConfig};
 use crate::elect::BrokerLiveness;
 use crate::liveness::Heartbeats;
@@ -181,6 +182,13 @@ impl Node {
             proposals: tx,
             stop: CancellationToken::new(),
         });
+        if let Some(tls) =
+            node.peer_client.config().tls.clone().or(node.client.config().tls.clone())
+        {
+            let settings = snapshot.tls_client_settings();
+            let every = conf::watch::DEFAULT_INTERVAL;
+            client_tls::spawn_watcher(tls, settings, every, node.stop.clone());
+        }
         tokio::spawn(propose_loop(node.clone(), rx));
         tokio::spawn(lease_loop(node.clone(), heartbeat));
         tokio::spawn(watch_leader(node.clone()));
