@@ -298,11 +298,15 @@ fn load_key(path: &Path, password: Option<&str>) -> Result<PrivateKeyDer<'static
         key: KEY_KEY_PASSWORD,
         why: "when tls.client.keyPath holds an ENCRYPTED PRIVATE KEY",
     })?;
-    let (label, der) = pkcs8::der::pem::decode_vec(text.trim().as_bytes())
+    // Only the encrypted block (the file may hold certificates too).
+    const BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+    const END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+    let block = text
+        .find(BEGIN)
+        .and_then(|b| text[b..].find(END).map(|e| &text[b..b + e + END.len()]))
+        .ok_or_else(|| pem_error(KEY_KEY_PATH, path, "unterminated ENCRYPTED PRIVATE KEY"))?;
+    let (_, der) = pkcs8::der::pem::decode_vec(block.as_bytes())
         .map_err(|e| pem_error(KEY_KEY_PATH, path, e))?;
-    if label != "ENCRYPTED PRIVATE KEY" {
-        return Err(pem_error(KEY_KEY_PATH, path, format!("unexpected {label} block")));
-    }
     let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
         .map_err(|e| pem_error(KEY_KEY_PATH, path, e))?;
     let plain = info.decrypt(password).map_err(|e| TlsError::Invalid {
@@ -356,6 +360,37 @@ mod tests {
         assert!(s.enable && !s.test_mode && !s.auth_server);
         assert_eq!(s.cert_path, Some(PathBuf::from("/c.pem")));
         assert_eq!(s.trust_cert_path, None);
+    }
+
+    #[test]
+    fn an_encrypted_client_key_needs_its_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let generated = rcgen::generate_simple_self_signed(vec!["node".to_owned()]).unwrap();
+        let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        let der = generated.signing_key.serialize_der();
+        let info = pkcs8::PrivateKeyInfo::try_from(der.as_slice()).unwrap();
+        let params =
+            pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(1000, b"saltsalt", &[7; 16])
+                .unwrap();
+        let pem = info
+            .encrypt_with_params(params, "s3cret")
+            .unwrap()
+            .to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF)
+            .unwrap();
+        // The certificate and the encrypted key in one file, as some tools write them.
+        std::fs::write(&cert, generated.cert.pem()).unwrap();
+        std::fs::write(&key, format!("{}{}", generated.cert.pem(), pem.as_str())).unwrap();
+        let settings = |password: Option<&str>| TlsSettings {
+            test_mode: false,
+            cert_path: Some(cert.clone()),
+            key_path: Some(key.clone()),
+            key_password: password.map(str::to_owned),
+            ..TlsSettings::default()
+        };
+        assert_eq!(settings(None).build().unwrap_err().key(), KEY_KEY_PASSWORD);
+        assert_eq!(settings(Some("wrong")).build().unwrap_err().key(), KEY_KEY_PASSWORD);
+        let built = settings(Some("s3cret")).build().expect("decrypted");
+        assert!(format!("{built:?}").contains("client_certificate: true"), "{built:?}");
     }
 
     #[test]
