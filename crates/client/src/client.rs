@@ -11,6 +11,7 @@ use remoting::{version, LanguageCode, RemotingCommand, RequestCode};
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::tls::ClientTls;
 
 /// Settings of a [`Client`]. Defaults follow the Java client.
 #[derive(Debug, Clone)]
@@ -26,6 +27,9 @@ pub struct ClientConfig {
     /// When set, every request is signed with these credentials (`AccessKey`, `SecurityToken`,
     /// `Signature`), as a Java client with an `AclClientRPCHook` does.
     pub credentials: Option<Credentials>,
+    /// When set, every connection is made over TLS with this configuration
+    /// ([`crate::tls::TlsSettings::build`]); plain TCP otherwise (Java `tls.enable=false`).
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientConfig {
@@ -36,6 +40,7 @@ impl Default for ClientConfig {
             language: LanguageCode::Java,
             version: version::V5_3_3,
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -274,7 +279,14 @@ impl Client {
             }
             tracing::debug!(addr = %conn.addr(), "reconnecting");
         }
-        let conn = Arc::new(Connection::connect(addr, self.inner.config.connect_timeout).await?);
+        let conn = Arc::new(
+            Connection::connect(
+                addr,
+                self.inner.config.connect_timeout,
+                self.inner.config.tls.as_ref(),
+            )
+            .await?,
+        );
         *guard = Some(conn.clone());
         Ok(conn)
     }

@@ -11,14 +11,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use remoting::{RemotingCodec, RemotingCommand};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
 use crate::error::{Error, Result};
+use crate::tls::ClientTls;
 
 /// Frames queued for the writer before callers wait for room.
 const WRITE_QUEUE: usize = 1024;
@@ -89,49 +89,51 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Connects to `addr` within `timeout` and starts the reader and writer tasks.
-    pub(crate) async fn connect(addr: &str, timeout: Duration) -> Result<Self> {
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+    /// Connects to `addr` within `timeout` (the TLS handshake included, with `tls`) and starts
+    /// the reader and writer tasks.
+    pub(crate) async fn connect(
+        addr: &str,
+        timeout: Duration,
+        tls: Option<&ClientTls>,
+    ) -> Result<Self> {
+        let connecting = async {
+            let stream = TcpStream::connect(addr).await?;
+            // Remoting traffic is small request/response frames: never wait for Nagle.
+            let _ = stream.set_nodelay(true);
+            match tls {
+                None => Ok::<_, std::io::Error>(Stream::Plain(stream)),
+                Some(tls) => Ok(Stream::Tls(Box::new(tls.connect(addr, stream).await?))),
+            }
+        };
+        let stream = match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok(s)) => s,
             Ok(Err(source)) => return Err(Error::Connect { addr: addr.to_owned(), source }),
             Err(_) => return Err(Error::ConnectTimeout { addr: addr.to_owned(), timeout }),
         };
-        // Remoting traffic is small request/response frames: never wait for Nagle.
-        let _ = stream.set_nodelay(true);
-        let (read, write) = stream.into_split();
+        Ok(match stream {
+            Stream::Plain(tcp) => {
+                let (read, write) = tcp.into_split();
+                Self::start(addr, read, write)
+            }
+            Stream::Tls(tls) => {
+                let (read, write) = tokio::io::split(*tls);
+                Self::start(addr, read, write)
+            }
+        })
+    }
+
+    fn start<R, W>(addr: &str, read: R, write: W) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
         let (closed_tx, _) = watch::channel(false);
         let shared =
             Arc::new(Shared { addr: addr.to_owned(), pending: Mutex::default(), closed_tx });
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
-
         tokio::spawn(write_loop(shared.clone(), write, rx));
-        let reader_shared = shared.clone();
-        let reader = tokio::spawn(async move {
-            let mut frames = FramedRead::new(read, RemotingCodec::default());
-            let reason = loop {
-                match frames.next().await {
-                    Some(Ok(cmd)) if cmd.is_response() => {
-                        let waiter = reader_shared.lock().waiters.remove(&cmd.opaque);
-                        match waiter {
-                            Some(w) => {
-                                let _ = w.send(cmd);
-                            }
-                            None => {
-                                tracing::debug!(addr = %reader_shared.addr, opaque = cmd.opaque, "response matches no pending request")
-                            }
-                        }
-                    }
-                    Some(Ok(cmd)) => {
-                        // The nameserver only sends oneway notifications (e.g. 905); nothing to answer.
-                        tracing::debug!(addr = %reader_shared.addr, code = cmd.code, "ignoring request from server");
-                    }
-                    Some(Err(e)) => break format!("bad frame: {e}"),
-                    None => break "closed by peer".to_owned(),
-                }
-            };
-            reader_shared.close(reason);
-        });
-        Ok(Self { shared, tx, reader })
+        let reader = tokio::spawn(read_loop(shared.clone(), read));
+        Self { shared, tx, reader }
     }
 
     pub(crate) fn addr(&self) -> &str {
@@ -196,6 +198,39 @@ impl Connection {
     }
 }
 
+/// A connected stream, before it is split.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// Completes pending requests with the responses read; closes the connection at the end.
+async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, read: R) {
+    let mut frames = FramedRead::new(read, RemotingCodec::default());
+    let reason = loop {
+        match frames.next().await {
+            Some(Ok(cmd)) if cmd.is_response() => {
+                let waiter = shared.lock().waiters.remove(&cmd.opaque);
+                match waiter {
+                    Some(w) => {
+                        let _ = w.send(cmd);
+                    }
+                    None => {
+                        tracing::debug!(addr = %shared.addr, opaque = cmd.opaque, "response matches no pending request")
+                    }
+                }
+            }
+            Some(Ok(cmd)) => {
+                // The nameserver only sends oneway notifications (e.g. 905); nothing to answer.
+                tracing::debug!(addr = %shared.addr, code = cmd.code, "ignoring request from server");
+            }
+            Some(Err(e)) => break format!("bad frame: {e}"),
+            None => break "closed by peer".to_owned(),
+        }
+    };
+    shared.close(reason);
+}
+
 /// A frame to write: its prefix and header, then its body as given (a multi-MB registration
 /// body is written from the caller's buffer, not copied into the frame).
 struct Outgoing {
@@ -211,7 +246,11 @@ fn encode(cmd: RemotingCommand) -> Result<Outgoing> {
 
 /// Writes queued frames, flushing when the queue runs empty. Ends when every sender is gone
 /// (after writing what was queued) or on a write error (which closes the connection).
-async fn write_loop(shared: Arc<Shared>, write: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    write: W,
+    mut rx: mpsc::Receiver<Outgoing>,
+) {
     let mut out = tokio::io::BufWriter::new(write);
     let result: std::io::Result<()> = async {
         while let Some(frame) = rx.recv().await {
@@ -230,8 +269,8 @@ async fn write_loop(shared: Arc<Shared>, write: OwnedWriteHalf, mut rx: mpsc::Re
     }
 }
 
-async fn write_frame(
-    out: &mut tokio::io::BufWriter<OwnedWriteHalf>,
+async fn write_frame<W: AsyncWrite + Unpin>(
+    out: &mut tokio::io::BufWriter<W>,
     frame: &Outgoing,
 ) -> std::io::Result<()> {
     out.write_all(&frame.head).await?;
@@ -271,7 +310,7 @@ mod tests {
         let addr = listener.local_addr().expect("addr").to_string();
         // Accepts and never answers.
         let server = tokio::spawn(async move { listener.accept().await.map(|(s, _)| s) });
-        let conn = Connection::connect(&addr, Duration::from_secs(5)).await.expect("connect");
+        let conn = Connection::connect(&addr, Duration::from_secs(5), None).await.expect("connect");
         let req = RemotingCommand::request(RequestCode::GetBrokerClusterInfo).with_opaque(7);
         let err =
             conn.request(req.clone(), Duration::from_millis(50)).await.expect_err("times out");

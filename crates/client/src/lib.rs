@@ -13,6 +13,7 @@ mod error;
 mod namesrv;
 pub mod properties;
 pub mod route_cache;
+pub mod tls;
 
 pub use client::{parse_addrs, Client, ClientConfig};
 pub use error::{Error, Result};
@@ -21,3 +22,4 @@ pub use namesrv::{
     UnitTopics, ZONE_NAME_EXT,
 };
 pub use remoting::signature::Credentials;
+pub use tls::{ClientTls, TlsSettings};

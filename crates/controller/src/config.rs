@@ -146,9 +146,9 @@ conf::config_struct! {
     // Java, whose controller reads them like its nameserver); embedded in the nameserver, the
     // nameserver's own TLS context serves the controller port too ----
     /// TLS on the controller port: `disabled`, `permissive` (TLS and plaintext on one port; the
-    /// default) or `enforcing` (plaintext closes the connection). `enforcing` needs a group of
-    /// one node: the Raft RPCs between nodes travel in plaintext (signed with
-    /// `controllerPeerCredentials`).
+    /// default) or `enforcing` (plaintext closes the connection). With `enforcing` the node
+    /// also dials the other nodes of its group over TLS (as with `tls.enable=true`), its
+    /// certificate checks and client certificate set by the `tls.client.*` keys.
     #[key(system_property)]
     tls_server_mode: Option<String> = "tls.server.mode", None;
     /// When `true` (the default when unset), TLS uses a self-signed certificate generated at
@@ -174,10 +174,43 @@ conf::config_struct! {
     /// The PEM CA certificates client certificates must chain to.
     #[key(system_property)]
     tls_server_trust_cert_path: Option<String> = "tls.server.trustCertPath", None;
-    /// A properties file whose `tls.*` keys override these (all but `tls.server.mode`);
-    /// `/etc/rocketmq/tls.properties` when unset.
+    /// A properties file whose `tls.*` keys override these (all but `tls.server.mode` and
+    /// `tls.enable`); `/etc/rocketmq/tls.properties` when unset.
     #[key(system_property)]
     tls_config_file: Option<String> = "tls.config.file", None;
+
+    // ---- TLS when the node dials: the Raft RPCs to the other nodes of its group, and
+    // NOTIFY_BROKER_ROLE_CHANGED to brokers (Java's client-side `tls.*` keys) ----
+    /// `true` makes the node dial over TLS: the other controller nodes (Raft RPCs) and the
+    /// brokers it notifies (1008). Default `false`, as in Java. The Raft RPCs go over TLS
+    /// whenever `tls.server.mode` is `enforcing` too (the peers' ports refuse plaintext then).
+    /// With `tls.test.mode.enable` (the default) the node trusts any certificate and presents
+    /// none; otherwise as the `tls.client.*` keys say.
+    #[key(system_property)]
+    tls_enable: Option<String> = "tls.enable", None;
+    /// `true` checks the certificate of each node or broker dialled: it must chain to
+    /// `tls.client.trustCertPath` and name the host dialled (the host or IP of its
+    /// `controllerDLegerPeers` entry). Default `false`, as in Java: any certificate is
+    /// accepted. Ignored in test mode.
+    #[key(system_property)]
+    tls_client_auth_server: Option<String> = "tls.client.authServer", None;
+    /// The PEM CA certificates a dialled certificate must chain to; required with
+    /// `tls.client.authServer=true` (no system trust store is read). Reloaded without a
+    /// restart when the file changes (for the connections made after).
+    #[key(system_property)]
+    tls_client_trust_cert_path: Option<String> = "tls.client.trustCertPath", None;
+    /// The PEM certificate chain the node presents when it dials (mutual TLS, e.g. for peers
+    /// with `tls.server.need.client.auth=require`); with `tls.client.keyPath`. Ignored in test
+    /// mode. Reloaded without a restart when the file changes.
+    #[key(system_property)]
+    tls_client_cert_path: Option<String> = "tls.client.certPath", None;
+    /// The PEM private key of `tls.client.certPath`. Reloaded without a restart when the file
+    /// changes.
+    #[key(system_property)]
+    tls_client_key_path: Option<String> = "tls.client.keyPath", None;
+    /// The password of an encrypted PKCS#8 `tls.client.keyPath`.
+    #[key(system_property)]
+    tls_client_key_password: Option<String> = "tls.client.keyPassword", None;
 
     // ---- Access control on the controller port (the nameserver's keys, same meaning; no Java
     // counterpart). Embedded in the nameserver, the nameserver's gate serves both ports. ----
@@ -202,6 +235,12 @@ conf::config_struct! {
     /// group has more than one node. It is not an account of the accounts file. Never shown
     /// (`******`). Read at start.
     controller_peer_credentials: Option<String> = "controllerPeerCredentials", None;
+    /// `authFailureWindowSeconds`: with access control on, ten failed requests of one access
+    /// key (or of unsigned requests, or of unknown keys) from one client address within this
+    /// many seconds block that pair, and only that pair, until the window ends: its requests
+    /// are refused with `too many failed attempts` without any signature being verified.
+    /// Unset: 60. Read at start; 1009 may not change it.
+    auth_failure_window_seconds: Option<i64> = "authFailureWindowSeconds", None;
 
     // ---- this implementation's HTTP listener (no Java equivalent) ----
     /// `httpListenPort`: the port of the node's HTTP listener: Prometheus metrics at
@@ -233,6 +272,7 @@ const INT_RANGES: &[(&str, i64, i64)] = &[
     ("raftElectionTimeoutMillis", 50, 600_000),
     ("raftSnapshotLogs", 1, i64::MAX),
     ("httpListenPort", 0, 65535),
+    ("authFailureWindowSeconds", 1, 86_400),
 ];
 
 /// Keys UPDATE_CONTROLLER_CONFIG may never change, whatever `configBlackList` says.
@@ -241,11 +281,18 @@ pub const FIXED_BLACK_LIST: [&str; 3] = ["configBlackList", "configStorePath", "
 
 /// Keys 1009 may never change either: who may do what, and TLS (an admin account must not be
 /// able to turn access control off over the wire).
-pub const SECURITY_KEYS: [&str; 13] = [
+pub const SECURITY_KEYS: [&str; 20] = [
     "authenticationEnabled",
     "authConfigPath",
     "authenticationMode",
     "controllerPeerCredentials",
+    "authFailureWindowSeconds",
+    "tls.enable",
+    "tls.client.authServer",
+    "tls.client.trustCertPath",
+    "tls.client.certPath",
+    "tls.client.keyPath",
+    "tls.client.keyPassword",
     "tls.server.mode",
     "tls.test.mode.enable",
     "tls.server.need.client.auth",
@@ -341,17 +388,6 @@ impl Config {
                  (the nodes sign their Raft RPCs with it)",
             ));
         }
-        if peers.len() > 1
-            && transport::TlsMode::parse(self.tls_server_mode.as_deref())
-                == transport::TlsMode::Enforcing
-        {
-            return Err(conf::table::invalid(
-                "tls.server.mode",
-                "enforcing",
-                "needs a group of one node: the nodes' Raft RPCs travel in plaintext; use \
-                 permissive (with authenticationEnabled they are signed)",
-            ));
-        }
         if self.bind_address.is_empty() {
             return Err(conf::table::invalid(
                 "bindAddress",
@@ -437,7 +473,10 @@ impl Config {
                 .auth_config_path
                 .clone()
                 .map_or_else(|| PathBuf::from(home_path("controller/auth.yml")), PathBuf::from),
-            failure_window: None,
+            failure_window: self
+                .auth_failure_window_seconds
+                .and_then(|secs| u64::try_from(secs).ok())
+                .map(Duration::from_secs),
         }
     }
 
@@ -466,14 +505,44 @@ impl Config {
     /// The `tls.*` settings of the controller port: these keys, overridden by the file
     /// `tls.config.file` names when it exists. Java: `TlsHelper#extractTlsConfigFromFile`
     pub fn tls_settings(&self) -> transport::TlsSettings {
-        let lookup = |key: &str| self.get(key);
-        let file = transport::TlsSettings::config_file_path(lookup);
-        let overrides: std::collections::BTreeMap<String, String> = std::fs::read(&file)
+        let overrides = self.tls_file();
+        transport::TlsSettings::from_layers(|key| self.get(key), |key| overrides.get(key).cloned())
+    }
+
+    /// The TLS settings of the node's outgoing connections: `tls.enable`, `tls.test.mode.enable`
+    /// and `tls.client.*`, the last two overridden by `tls.config.file` like the server's.
+    /// Java: `TlsHelper#buildSslContext(true)`
+    pub fn tls_client_settings(&self) -> client::TlsSettings {
+        let overrides = self.tls_file();
+        client::TlsSettings::from_lookup(|key| {
+            let file = (key != client::tls::KEY_ENABLE).then(|| overrides.get(key).cloned());
+            file.flatten().or_else(|| self.get(key))
+        })
+    }
+
+    /// [`Config::tls_client_settings`] built (the files read now); an error names the key.
+    pub fn client_tls(&self) -> Result<client::ClientTls, ConfigError> {
+        self.tls_client_settings()
+            .build()
+            .map_err(|e| conf::table::invalid(e.key(), "", &e.to_string()))
+    }
+
+    /// Whether the Raft RPCs to the other nodes go over TLS: `tls.enable`, or this node's port
+    /// (and so, in a consistent group, every peer's) in `enforcing` mode.
+    pub fn peers_over_tls(&self) -> bool {
+        self.tls_client_settings().enable
+            || transport::TlsMode::parse(self.tls_server_mode.as_deref())
+                == transport::TlsMode::Enforcing
+    }
+
+    /// The `tls.*` keys of the file `tls.config.file` names (empty when it cannot be read).
+    fn tls_file(&self) -> std::collections::BTreeMap<String, String> {
+        let file = transport::TlsSettings::config_file_path(|key| self.get(key));
+        std::fs::read(&file)
             .ok()
             .and_then(|bytes| conf::properties::parse_bytes(&bytes).ok())
             .map(|entries| entries.into_iter().collect())
-            .unwrap_or_default();
-        transport::TlsSettings::from_layers(lookup, |key| overrides.get(key).cloned())
+            .unwrap_or_default()
     }
 
     /// `scanNotActiveBrokerInterval` as a duration.

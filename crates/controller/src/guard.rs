@@ -55,6 +55,9 @@ impl Guard {
         let tls = Arc::new(transport::TlsContext::new(config.tls_settings())?);
         let auth = Auth::from_settings(&config.acl_settings())?.map(Arc::new);
         let peer = config.peer_credentials()?.map(Arc::new);
+        // The node's outgoing TLS (to its peers and brokers): a bad `tls.client.*` key stops
+        // start-up here, before the port opens.
+        config.client_tls()?;
         Ok(Guard { tls, auth, peer })
     }
 

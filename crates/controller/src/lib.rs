@@ -9,6 +9,7 @@
 //! wrappers around it.
 
 pub mod cli;
+pub mod client_tls;
 pub mod config;
 pub mod dispatch;
 pub mod elect;

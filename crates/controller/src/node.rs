@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client_tls;
 use crate::config::{Config, ConfigError, Peer, SharedConfig};
 use crate::elect::BrokerLiveness;
 use crate::liveness::Heartbeats;
@@ -94,7 +95,10 @@ pub struct Node {
     peers: Vec<Peer>,
     members: BTreeMap<u64, PeerNode>,
     election_timeout: Duration,
+    /// The client of NOTIFY_BROKER_ROLE_CHANGED (TLS when `tls.enable`).
     client: Client,
+    /// The client of the Raft RPCs (TLS when `tls.enable` or `tls.server.mode=enforcing`).
+    peer_client: Client,
     notifier: Notifier,
     /// When a quorum last confirmed this node's leadership.
     confirmed: Mutex<Option<Instant>>,
@@ -141,20 +145,8 @@ impl Node {
             raft::raft_config(&snapshot).map_err(|e| StartError::Raft(e.to_string()))?;
         let election_timeout = Duration::from_millis(raft_config.election_timeout_min);
         let heartbeat = Duration::from_millis(raft_config.heartbeat_interval);
-        let addrs: Vec<&str> = peers.iter().map(|p| p.addr.as_str()).collect();
-        let client = Client::with_config(
-            &addrs.join(";"),
-            ClientConfig {
-                connect_timeout: Duration::from_secs(1),
-                request_timeout: Duration::from_secs(3),
-                language: LanguageCode::Java,
-                // The peers' Raft RPCs are signed (`controllerPeerCredentials`).
-                credentials: snapshot.peer_credentials()?.map(|p| p.credentials().clone()),
-                ..ClientConfig::default()
-            },
-        )
-        .map_err(|e| StartError::Raft(e.to_string()))?;
-        let network = Network::new(snapshot.group(), &self_peer.addr, client.clone(), cuts);
+        let (client, peer_client) = clients(&snapshot, &peers)?;
+        let network = Network::new(snapshot.group(), &self_peer.addr, peer_client.clone(), cuts);
         let log_store = LogStore::new(db.clone());
         let committed = log_store.committed_index();
         let raft = Raft::new(id, Arc::new(raft_config), network, log_store, sm)
@@ -181,6 +173,7 @@ impl Node {
             members,
             election_timeout,
             client,
+            peer_client,
             notifier: Notifier::default(),
             confirmed: Mutex::new(None),
             metrics: Metrics::default(),
@@ -189,6 +182,13 @@ impl Node {
             proposals: tx,
             stop: CancellationToken::new(),
         });
+        if let Some(tls) =
+            node.peer_client.config().tls.clone().or(node.client.config().tls.clone())
+        {
+            let settings = snapshot.tls_client_settings();
+            let every = conf::watch::DEFAULT_INTERVAL;
+            client_tls::spawn_watcher(tls, settings, every, node.stop.clone());
+        }
         tokio::spawn(propose_loop(node.clone(), rx));
         tokio::spawn(lease_loop(node.clone(), heartbeat));
         tokio::spawn(watch_leader(node.clone()));
@@ -375,6 +375,7 @@ impl Node {
             tracing::warn!(error = %e, "raft shutdown");
         }
         self.client.close().await;
+        self.peer_client.close().await;
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.db.handles() > 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -453,6 +454,30 @@ async fn watch_leader(node: Arc<Node>) {
             known = leader;
         }
     }
+}
+
+/// The node's two clients: to brokers (NOTIFY_BROKER_ROLE_CHANGED; TLS when `tls.enable`) and
+/// to the other nodes (the Raft RPCs; TLS when `tls.enable` or this node's port is in
+/// `enforcing` mode). Both sign with `controllerPeerCredentials` when set.
+fn clients(config: &Config, peers: &[Peer]) -> Result<(Client, Client), StartError> {
+    let settings = config.tls_client_settings();
+    let tls = config.client_tls()?;
+    let addrs: Vec<&str> = peers.iter().map(|p| p.addr.as_str()).collect();
+    let base = ClientConfig {
+        connect_timeout: Duration::from_secs(1),
+        request_timeout: Duration::from_secs(3),
+        language: LanguageCode::Java,
+        // The peers' Raft RPCs are signed (`controllerPeerCredentials`).
+        credentials: config.peer_credentials()?.map(|p| p.credentials().clone()),
+        ..ClientConfig::default()
+    };
+    let make = |tls: Option<client::ClientTls>| {
+        Client::with_config(&addrs.join(";"), ClientConfig { tls, ..base.clone() })
+            .map_err(|e| StartError::Raft(e.to_string()))
+    };
+    let to_brokers = make(settings.enable.then(|| tls.clone()))?;
+    let to_peers = make(config.peers_over_tls().then_some(tls))?;
+    Ok((to_brokers, to_peers))
 }
 
 /// Java's DLedger keeps its data in `<controllerStorePath>/dledger-<selfId>`; say that it is

@@ -65,6 +65,8 @@ pub fn guard(
     tls: &Arc<transport::TlsContext>,
     auth: Option<&Arc<acl::Auth>>,
 ) -> Result<controller::Guard, ConfigError> {
+    // The node's outgoing TLS (`tls.enable`, `tls.client.*`): a bad key stops start-up.
+    config.client_tls()?;
     Ok(controller::Guard {
         tls: Arc::clone(tls),
         auth: auth.cloned(),

@@ -41,7 +41,7 @@ pub async fn serve(
     let http_stop = CancellationToken::new();
     let http = http.map(|listener| {
         let stopped = http_stop.clone().cancelled_owned();
-        tokio::spawn(ops::serve_controller(listener, node.clone(), stopped))
+        tokio::spawn(ops::serve_controller(listener, node.clone(), guard.auth.clone(), stopped))
     });
     let mut watchers = Vec::new();
     if let Some(auth) = &guard.auth {

@@ -25,7 +25,8 @@ const NOT_IN_THE_CORE: &[&str] = &[
     "daemon",
 ];
 
-/// Crates only `transport` needs (certificates and keys); the core may use them in tests only.
+/// Crates only `transport` and `client` need (certificates and keys); the core may use them in
+/// tests only.
 const NOT_IN_THE_CORE_OUTSIDE_TESTS: &[&str] = &["x509-parser", "rcgen", "pkcs8"];
 
 /// The server binaries (and the admin tool): `main` parses, and the library does the rest.

@@ -287,3 +287,61 @@ async fn a_guesser_blocked_on_the_nameserver_port_is_blocked_on_the_embedded_con
     assert_eq!(auth.counters.refused_count(acl::Reason::RateLimited), 1, "one count, one gate");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_controllers_metrics_count_its_accepted_and_refused_requests() {
+    let (controller, _dir) = secured_controller("writes").await;
+    let mut conn = Conn::connect(controller.addr.parse().expect("addr")).await;
+    for _ in 0..2 {
+        assert_eq!(conn.call(clean("bn-a", "1")).await.code, NO_PERMISSION, "unsigned");
+    }
+    let by_reader = conn.call(signed(clean("bn-a", "1"), "viewer", "viewer-secret")).await;
+    assert_eq!(by_reader.code, NO_PERMISSION, "a reader cleans nothing");
+    let by_admin = conn.call(signed(clean("bn-a", "1"), "ops", "ops-secret-1")).await;
+    assert_ne!(by_admin.code, NO_PERMISSION, "the admin is admitted: {:?}", by_admin.remark);
+
+    let scrape = common::http_get(controller.http, "/metrics", &[]).await;
+    assert_eq!(scrape.status, 200);
+    let scrape = common::Scrape::parse(&scrape.body);
+    let refused =
+        |reason| scrape.value("rocketmq_controller_auth_refused_total", &[("reason", reason)]);
+    assert_eq!(refused("no_signature"), Some(2.0), "{}", "unsigned refusals");
+    assert_eq!(refused("role_denied"), Some(1.0));
+    assert_eq!(refused("bad_signature"), Some(0.0));
+    let accepted = scrape.value("rocketmq_controller_auth_accepted_total", &[("how", "signature")]);
+    assert_eq!(accepted, Some(1.0));
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controllers_failure_window_is_auth_failure_window_seconds() {
+    let dir = tempfile::tempdir().expect("dir");
+    let accounts = dir.path().join("auth.yml");
+    write_accounts(&accounts, ACCOUNTS);
+    let path = accounts.to_string_lossy().into_owned();
+    let keys = [
+        ("authenticationEnabled", "true"),
+        ("authConfigPath", path.as_str()),
+        ("authFailureWindowSeconds", "1"),
+    ];
+    let controller = Standalone::start_with("window", &keys).await;
+    let mut conn = Conn::connect(controller.addr.parse().expect("addr")).await;
+    let started = tokio::time::Instant::now();
+    for _ in 0..10 {
+        conn.call(clean("bn-a", "1")).await;
+    }
+    let blocked = conn.call(clean("bn-a", "1")).await;
+    let remark = blocked.remark.unwrap_or_default();
+    assert!(remark.contains("too many failed attempts"), "the eleventh is blocked: {remark}");
+    // Well within the default 60 s window, but past this one: the pair is free again.
+    tokio::time::sleep_until(started + Duration::from_millis(1500)).await;
+    let after = conn.call(clean("bn-a", "1")).await.remark.unwrap_or_default();
+    assert!(after.contains("must be signed"), "the window ended after 1 s: {after}");
+    controller.stop().await;
+
+    let mut c = controller::Config::default();
+    c.set_known("authFailureWindowSeconds", "0").expect("a known key");
+    let err = c.validate();
+    assert!(err.expect_err("0 s").to_string().contains("authFailureWindowSeconds"));
+    assert!(c.black_list().contains("authFailureWindowSeconds"), "1009 may not change it");
+}

@@ -169,19 +169,34 @@ fn register_counters(r: &mut Registry, m: &Metrics) {
     r.register("elections", "Master elections decided on this node (as leader), by trigger (master_lost: its connection closed, heartbeat_timeout, admin: CONTROLLER_ELECT_MASTER) and result (elected, master_still_alive, no_candidate, refused, failed)", elections);
 }
 
-/// The exposition of a standalone controller: the process metrics and the node's.
-fn encode(node: &Node, format: Format) -> Result<String, std::fmt::Error> {
+/// A standalone controller as its HTTP listener sees it: the node, and its port's
+/// access-control gate (`None`: access control off).
+#[derive(Clone)]
+struct Standalone {
+    node: Arc<Node>,
+    auth: Option<Arc<acl::Auth>>,
+}
+
+/// The exposition of a standalone controller: the process metrics, the node's, and with access
+/// control on its port's `auth_accepted` / `auth_refused` (an embedded controller's are the
+/// nameserver's: one gate).
+fn encode(standalone: &Standalone, format: Format) -> Result<String, std::fmt::Error> {
     let mut root = Registry::default();
     root.register_collector(Box::new(ProcessCollector));
-    register(&mut root, node);
+    register(&mut root, &standalone.node);
+    if let Some(gate) = &standalone.auth {
+        let r = root.sub_registry_with_prefix(PREFIX);
+        crate::gauges::register_auth(r, &crate::gauges::auth_counts(gate));
+    }
     exposition::encode_registry(&root, format)
 }
 
-/// Serves `mqcontroller`'s HTTP listener (`httpListenPort`) for `node` until `shutdown`
-/// completes: `/metrics`, `/healthz`, `/readyz`.
+/// Serves `mqcontroller`'s HTTP listener (`httpListenPort`) for `node`, whose port admits
+/// requests through `auth`, until `shutdown` completes: `/metrics`, `/healthz`, `/readyz`.
 pub async fn serve(
     listener: TcpListener,
     node: Arc<Node>,
+    auth: Option<Arc<acl::Auth>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     if let Ok(addr) = listener.local_addr() {
@@ -189,26 +204,27 @@ pub async fn serve(
     }
     let settings = crate::ListenerSettings::default;
     let counts = crate::HttpCounts::default();
-    crate::listener::serve_router(listener, router(node), settings, counts, shutdown).await;
+    let router = router(Standalone { node, auth });
+    crate::listener::serve_router(listener, router, settings, counts, shutdown).await;
 }
 
-fn router(node: Arc<Node>) -> Router {
+fn router(standalone: Standalone) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(crate::healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(node)
+        .with_state(standalone)
 }
 
 /// `GET /metrics` of a standalone controller (OpenMetrics when `Accept` asks for it).
 async fn metrics(
-    AxumState(node): AxumState<Arc<Node>>,
+    AxumState(standalone): AxumState<Standalone>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let format = Format::from_accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let text = encode(&node, format).map_err(|e| {
+    let text = encode(&standalone, format).map_err(|e| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode metrics: {e}"))
     })?;
     Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
@@ -216,8 +232,8 @@ async fn metrics(
 
 /// `GET /readyz`: 200 while the node knows a leader and its store is open; 503 while it
 /// knows none (an election, no quorum) and once it is stopping.
-async fn readyz(AxumState(node): AxumState<Arc<Node>>) -> Response {
-    let status = node.status();
+async fn readyz(AxumState(standalone): AxumState<Standalone>) -> Response {
+    let status = standalone.node.status();
     if status.ready {
         (StatusCode::OK, "ready\n").into_response()
     } else if status.role == Role::Shutdown {

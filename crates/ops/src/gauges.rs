@@ -110,14 +110,7 @@ impl StateGauges {
                     size_bytes: gauge_value(stats.size_bytes()),
                 }
             }),
-            auth: state.auth.as_deref().map(|gate| {
-                use acl::{Accepted, Reason};
-                let c = &gate.counters;
-                (
-                    Accepted::ALL.iter().map(|a| (a.label(), c.accepted_count(*a))).collect(),
-                    Reason::ALL.iter().map(|r| (r.label(), c.refused_count(*r))).collect(),
-                )
-            }),
+            auth: state.auth.as_deref().map(auth_counts),
         }
     }
 
@@ -201,26 +194,42 @@ impl StateGauges {
                 plain(snapshot.size_bytes),
             );
         }
-        if let Some((accepted, refused)) = &self.auth {
-            let family = |key: &'static str, counts: &[(&'static str, u64)]| {
-                let family = Family::<ReasonLabel, Counter>::default();
-                for (label, n) in counts {
-                    family.get_or_create(&[(key, *label)]).inc_by(*n);
-                }
-                family
-            };
-            r.register(
-                "auth_accepted",
-                "Requests access control checked and accepted, by how (signature, certificate, whitelisted_address)",
-                family("how", accepted),
-            );
-            r.register(
-                "auth_refused",
-                "Requests access control refused with NO_PERMISSION, by reason (no_signature, unknown_access_key, bad_signature, role_denied, address_denied, rate_limited, not_owner)",
-                family("reason", refused),
-            );
+        if let Some(counts) = &self.auth {
+            register_auth(r, counts);
         }
     }
+}
+
+/// An access-control gate's counters, read now: (accepted by how, refused by reason).
+pub(crate) fn auth_counts(gate: &acl::Auth) -> (LabelCounts, LabelCounts) {
+    use acl::{Accepted, Reason};
+    let c = &gate.counters;
+    (
+        Accepted::ALL.iter().map(|a| (a.label(), c.accepted_count(*a))).collect(),
+        Reason::ALL.iter().map(|r| (r.label(), c.refused_count(*r))).collect(),
+    )
+}
+
+/// Registers `auth_accepted{how}` and `auth_refused{reason}` in `r` (the nameserver's registry,
+/// or a standalone controller's).
+pub(crate) fn register_auth(r: &mut Registry, (accepted, refused): &(LabelCounts, LabelCounts)) {
+    let family = |key: &'static str, counts: &[(&'static str, u64)]| {
+        let family = Family::<ReasonLabel, Counter>::default();
+        for (label, n) in counts {
+            family.get_or_create(&[(key, *label)]).inc_by(*n);
+        }
+        family
+    };
+    r.register(
+        "auth_accepted",
+        "Requests access control checked and accepted, by how (signature, certificate, whitelisted_address)",
+        family("how", accepted),
+    );
+    r.register(
+        "auth_refused",
+        "Requests access control refused with NO_PERMISSION, by reason (no_signature, unknown_access_key, bad_signature, role_denied, address_denied, rate_limited, not_owner, not_peer)",
+        family("reason", refused),
+    );
 }
 
 /// A count or size as a gauge value.

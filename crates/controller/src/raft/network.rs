@@ -4,6 +4,11 @@
 //! answer is SUCCESS with openraft's `Result` as JSON, or SYSTEM_ERROR for a request that is
 //! malformed or names another group. A Java DLedger node's RPCs (codes 50000+) are answered
 //! REQUEST_CODE_NOT_SUPPORTED: Java and Rust nodes cannot form one group.
+//!
+//! The RPCs go through the node's peer client (`node.rs`): signed with
+//! `controllerPeerCredentials` when set, and over TLS when the node's `tls.server.mode` is
+//! `enforcing` or `tls.enable` is true (`tls.client.*`: the peer's certificate checked, a client
+//! certificate presented).
 
 use std::collections::BTreeSet;
 use std::error::Error;

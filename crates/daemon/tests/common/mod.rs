@@ -72,17 +72,30 @@ impl TestServer {
     /// a one-node group `embedded` on its own 127.0.0.1:0 port, fast Raft timings, its keys in
     /// the nameserver's `-c` file as an operator writes them.
     pub async fn start_with_controller(adjust: impl FnOnce(&mut Config)) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind controller");
         let addr = listener.local_addr().expect("controller addr");
+        let keys = format!(
+            "controllerDLegerGroup=embedded\ncontrollerDLegerPeers=n0-{addr}\n\
+             controllerDLegerSelfId=n0\nraftElectionTimeoutMillis=300\n"
+        );
+        Self::start_embedding(listener, &keys, adjust).await
+    }
+
+    /// A server with an HTTP listener and an embedded controller on `listener`, whose `-c` file
+    /// holds `keys` (the group, its peers, this node's id, more) after `enableControllerInNamesrv`,
+    /// a store in the server's directory and fast Raft timings.
+    pub async fn start_embedding(
+        listener: tokio::net::TcpListener,
+        keys: &str,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
         let file = dir.path().join("namesrv.properties");
         std::fs::write(
             &file,
             format!(
-                "enableControllerInNamesrv=true\ncontrollerDLegerGroup=embedded\n\
-                 controllerDLegerPeers=n0-{addr}\ncontrollerDLegerSelfId=n0\n\
-                 controllerStorePath={}\nraftHeartbeatIntervalMillis=100\n\
-                 raftElectionTimeoutMillis=300\nscanNotActiveBrokerInterval=500\n",
+                "enableControllerInNamesrv=true\ncontrollerStorePath={}\n\
+                 raftHeartbeatIntervalMillis=100\nscanNotActiveBrokerInterval=500\n{keys}",
                 dir.path().join("controller").display()
             ),
         )
