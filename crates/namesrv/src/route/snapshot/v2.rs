@@ -254,9 +254,12 @@ fn write_topics<'a, W: Write>(
                 sink.count(entry.queues.len())?;
                 for (broker, spec) in &*entry.queues {
                     strings.write_broker(sink, broker)?;
-                    for v in
-                        [spec.perm, spec.read_queue_nums, spec.write_queue_nums, spec.topic_sys_flag]
-                    {
+                    for v in [
+                        spec.perm,
+                        spec.read_queue_nums,
+                        spec.write_queue_nums,
+                        spec.topic_sys_flag,
+                    ] {
                         sink.signed(i64::from(v))?;
                     }
                 }
@@ -404,9 +407,12 @@ fn read_list(r: &mut Reader<'_>, strings: &mut Sids) -> Result<Vec<(Arc<str>, Qu
     Ok(list)
 }
 
-/// The topics, to the end of the payload.
+/// The topics, to the end of the payload: parsed first, then put into the topic map leaf by
+/// leaf (`CowMap::insert_many`: one random walk of the map per topic made the restore 2–3×
+/// slower at 1,000,000 topics).
 fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) -> Result<()> {
     let mut lists: Vec<Vec<(Arc<str>, QueueSpec)>> = Vec::new();
+    let mut topics = Vec::new();
     while !r.at_end() {
         let topic = r.str()?;
         let list = match r.index()? {
@@ -420,10 +426,10 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
         if lists[list].is_empty() {
             continue; // no queue, no topic (as v1)
         }
-        let entry = Arc::new(TopicEntry::new(lists[list].clone()));
-        if table.topics.insert(Arc::from(topic), entry).is_some() {
-            return Err(r.malformed("a topic twice"));
-        }
+        topics.push((Arc::from(topic), Arc::new(TopicEntry::new(lists[list].clone()))));
+    }
+    if table.topics.insert_many(topics) > 0 {
+        return Err(r.malformed("a topic twice"));
     }
     Ok(())
 }
