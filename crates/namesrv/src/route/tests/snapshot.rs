@@ -259,8 +259,7 @@ fn a_hand_written_v2_file_restores_and_one_naming_a_topic_twice_is_refused() {
         vec![
             0x2a, // written at 42
             0x01, 0x01, b'b', // strings: "b"
-            0x00, 0x00, 0x00, 0x00,
-            0x00, // no clusters, groups, live, filter servers, mappings
+            0x00, 0x00, 0x00, 0x00, 0x00, // no clusters, groups, live, filters, mappings
             0x01, b'T', 0x00, 0x01, 0x01, 12, 16, 16, 0, // T: new list [(sid 0, 6, 8, 8, 0)]
             0x01, second, 0x01, // `second`: list 0
             0x01, b'V', 0x00, 0x01, 0x00, 0x01, b'c', 8, 2, 4, 1, // V: [("c", 4, 1, 2, -1)]
