@@ -4,7 +4,8 @@
 //! content of `<path>` (if any) as `<path>.bak` as Java does (a hard link to the old file, no
 //! copy); rename the temp file over `<path>`; fsync the directory. A crash at any point leaves
 //! `<path>` either old or new, never torn. Callers serialize writers to one path themselves.
-//! Used by the KV store, the config store and the route snapshot.
+//! Used by the KV store, the config store and the route snapshot (which streams its content
+//! into the temp file through [`write_atomically_with`] instead of handing over a buffer).
 //!
 //! Java: `MixAll#string2File` (which writes in place; the `.bak` copy is kept for operators).
 
@@ -23,6 +24,16 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 /// Replaces the content of `path` with `contents` atomically and durably (see module docs).
 /// Blocking: call from a blocking context (`spawn_blocking` in async code).
 pub fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_atomically_with(path, |file| file.write_all(contents))
+}
+
+/// [`write_atomically`] with the content streamed by `write` into the (empty) temp file, which
+/// it may also seek in (a header written last): no buffer of the whole content is needed. An
+/// error from `write` leaves `path` and its `.bak` untouched (the temp file is removed).
+pub fn write_atomically_with<T>(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> io::Result<T>,
+) -> io::Result<T> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -30,11 +41,17 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
     fs::create_dir_all(&dir)?;
 
     let tmp = with_suffix(path, ".tmp");
-    {
+    let written = {
         let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-    }
+        match write(&mut file).and_then(|written| file.sync_all().map(|()| written)) {
+            Ok(written) => written,
+            Err(e) => {
+                drop(file);
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+    };
 
     match fs::symlink_metadata(path) {
         Ok(_) => keep_previous(path, &with_suffix(path, ".bak"))?,
@@ -44,7 +61,7 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
 
     fs::rename(&tmp, path)?;
     File::open(&dir)?.sync_all()?;
-    Ok(())
+    Ok(written)
 }
 
 /// Makes the current content of `path` its `.bak`: a second name for the file (the rename that
@@ -84,5 +101,31 @@ mod tests {
         write_atomically(&path, b"two").expect("write");
         assert_eq!(fs::read(&path).expect("read"), b"two");
         assert_eq!(fs::read(with_suffix(&path, ".bak")).expect("read bak"), b"one");
+    }
+
+    #[test]
+    fn a_streamed_write_may_seek_and_a_failed_one_changes_nothing() {
+        use std::io::{Seek, SeekFrom};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("file.bin");
+        write_atomically(&path, b"one").expect("write");
+        let n = write_atomically_with(&path, |f| {
+            f.write_all(b"....body")?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(b"head")?;
+            Ok(8)
+        })
+        .expect("streamed write");
+        assert_eq!(n, 8);
+        assert_eq!(fs::read(&path).expect("read"), b"headbody");
+        assert_eq!(fs::read(with_suffix(&path, ".bak")).expect("read bak"), b"one");
+        let failed = write_atomically_with(&path, |f| {
+            f.write_all(b"half")?;
+            Err::<(), _>(io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(fs::read(&path).expect("read"), b"headbody");
+        assert_eq!(fs::read(with_suffix(&path, ".bak")).expect("read bak"), b"one");
+        assert!(!with_suffix(&path, ".tmp").exists());
     }
 }

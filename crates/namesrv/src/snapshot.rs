@@ -2,9 +2,12 @@
 //! by a background task at most every [`WRITE_INTERVAL`] after the route tables changed, and
 //! once more at shutdown. Writes are atomic and durable (`persist.rs`: temp file, fsync, the
 //! previous file kept as `.bak`, rename, directory fsync); the bytes are
-//! `RouteTable::to_snapshot`'s (versioned, checksummed). A snapshot that cannot be read is
-//! logged and its `.bak` tried; neither ever stops the server, and a missing one is an empty
-//! start.
+//! `RouteTable::write_snapshot`'s (format v2: binary, versioned, checksummed), streamed from
+//! the published table (an immutable snapshot, shared, not copied) into the temp file through
+//! a 64 KiB buffer, so a write holds no copy of the file. A snapshot that cannot be read (torn,
+//! altered, malformed, a newer format) is logged and its `.bak` tried; neither ever stops the
+//! server, and a missing one is an empty start. Files written by builds before #25 (format v1,
+//! JSON) are read too.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -191,14 +194,16 @@ impl SnapshotFile {
         if *written == Some(stamp) {
             return Ok(false);
         }
-        let bytes = table.to_snapshot(wall_ms);
+        // Streamed from the immutable table into the temp file: no buffer of the whole file.
+        let result =
+            persist::write_atomically_with(&self.path, |file| table.write_snapshot(wall_ms, file));
         drop(table);
-        match persist::write_atomically(&self.path, &bytes) {
-            Ok(()) => {
+        match result {
+            Ok(size) => {
                 *written = Some(stamp);
                 self.stats.writes_ok.fetch_add(1, Ordering::Relaxed);
                 self.stats.taken_at_ms.store(wall_ms, Ordering::Relaxed);
-                self.stats.size_bytes.store(bytes.len() as u64, Ordering::Relaxed);
+                self.stats.size_bytes.store(size, Ordering::Relaxed);
                 if self.stats.failing.swap(false, Ordering::Relaxed) {
                     info!(path = %self.path.display(), "route snapshot written again");
                 }
@@ -285,6 +290,124 @@ pub async fn write_final(state: &Arc<State>) {
         Some(Ok(false)) => info!(%path, "route snapshot already current at shutdown"),
         Some(Err(_)) | None => {
             warn!(%path, "route snapshot not written at shutdown; the last one stays")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use remoting::body::{DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+
+    use super::*;
+    use crate::route::RegisterBroker;
+
+    fn register(routes: &Routes, broker: &str, topics: &[&str]) {
+        let mut wrapper = TopicConfigAndMappingSerializeWrapper {
+            data_version: DataVersion { counter: 1, state_version: 0, timestamp: 1 },
+            ..Default::default()
+        };
+        for topic in topics {
+            wrapper.topic_config_table.insert((*topic).to_owned(), TopicConfig::named(*topic));
+        }
+        let request = RegisterBroker {
+            cluster: "c".to_owned(),
+            broker_addr: format!("10.0.0.1:{}", 10_000 + broker.len()),
+            broker_name: broker.to_owned(),
+            ha_server_addr: "10.0.0.1:10912".to_owned(),
+            topic_config: wrapper,
+            filter_server_list: Some(Vec::new()),
+            conn: 1,
+            ..Default::default()
+        };
+        routes.write(|t| t.register_broker(request, 1, false)).expect("registered");
+    }
+
+    /// A snapshot whose `.bak` holds topics A, B and whose current file holds A, B, C.
+    fn two_writes(dir: &Path) -> SnapshotFile {
+        let file = SnapshotFile::new(dir.join("routes.snapshot"));
+        let routes = Routes::new();
+        register(&routes, "b1", &["A", "B"]);
+        assert!(file.write_if_changed(&routes, 1_000).expect("first write"));
+        assert!(!file.write_if_changed(&routes, 1_001).expect("nothing changed"));
+        register(&routes, "b22", &["C", "D"]);
+        assert!(file.write_if_changed(&routes, 2_000).expect("second write"));
+        assert_eq!(
+            file.stats().size_bytes(),
+            std::fs::metadata(file.path()).expect("file").len(),
+            "the size reported is the file's"
+        );
+        file
+    }
+
+    fn restore(path: &Path) -> (Restored, Routes) {
+        let routes = Routes::new();
+        let outcome = SnapshotFile::new(path.to_path_buf()).restore(&routes, 5);
+        (outcome, routes)
+    }
+
+    #[test]
+    fn a_streamed_write_restores_and_keeps_the_previous_as_bak() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = two_writes(dir.path());
+        let (outcome, routes) = restore(file.path());
+        let Restored::Loaded(info) = outcome else { panic!("{outcome:?}") };
+        assert_eq!((info.version, info.written_at_ms, info.topics), (2, 2_000, 4));
+        assert!(routes.snapshot().contains_topic("C"));
+        let (outcome, _) = restore(&persist::with_suffix(file.path(), ".bak"));
+        assert!(matches!(outcome, Restored::Loaded(info) if info.written_at_ms == 1_000));
+    }
+
+    #[test]
+    fn a_v1_file_on_disk_is_restored_and_rewritten_as_v2() {
+        let dir = tempfile::tempdir().expect("dir");
+        let routes = Routes::new();
+        register(&routes, "b1", &["A", "B"]);
+        let path = dir.path().join("routes.snapshot");
+        std::fs::write(&path, crate::route::to_v1_snapshot(&routes.snapshot(), 7)).expect("v1");
+        let file = SnapshotFile::new(path.clone());
+        let restored = Routes::new();
+        assert!(matches!(file.restore(&restored, 5), Restored::Loaded(info) if info.version == 1));
+        register(&restored, "b1", &["A", "B", "New"]);
+        assert!(file.write_if_changed(&restored, 9).expect("write"));
+        let (outcome, _) = restore(&path);
+        assert!(matches!(outcome, Restored::Loaded(info) if info.version == 2 && info.topics == 3));
+        let (outcome, _) = restore(&persist::with_suffix(&path, ".bak"));
+        assert!(matches!(outcome, Restored::Loaded(info) if info.version == 1), "{outcome:?}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Whatever damage the current file takes, the restore never panics and serves either
+        /// the file itself (damage that changed nothing) or its `.bak`, never a damaged table.
+        #[test]
+        fn a_damaged_snapshot_falls_back_to_its_bak(
+            edits in prop::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..4),
+        ) {
+            let dir = tempfile::tempdir().expect("dir");
+            let file = two_writes(dir.path());
+            let good = std::fs::read(file.path()).expect("read");
+            let mut bytes = good.clone();
+            for (at, byte, kind) in edits {
+                let n = bytes.len();
+                match kind {
+                    0 => bytes[at % n] ^= byte.max(1),
+                    1 => bytes.truncate(at % n),
+                    _ => bytes.insert(at % (n + 1), byte),
+                }
+            }
+            std::fs::write(file.path(), &bytes).expect("damage");
+            let (outcome, routes) = restore(file.path());
+            match outcome {
+                Restored::Loaded(_) => prop_assert_eq!(&bytes, &good),
+                Restored::LoadedBackup(info) => {
+                    prop_assert_eq!(info.written_at_ms, 1_000);
+                    prop_assert!(!routes.snapshot().contains_topic("C"));
+                    prop_assert!(routes.snapshot().contains_topic("A"));
+                }
+                other => prop_assert!(false, "{:?}", other),
+            }
         }
     }
 }

@@ -115,6 +115,43 @@ impl<V: Clone> CowMap<V> {
         Some(old)
     }
 
+    /// Inserts every entry of `entries`, leaf by leaf: each key hashed once, the entries sorted
+    /// by the leaf their hash picks, each leaf sized once for its new keys, so each leaf and
+    /// middle node is reached once, in order, and no key's bytes are read again (a route
+    /// snapshot restore: one random walk of the tree per key, and a re-hash of keys long out of
+    /// the cache, made 1,000,000 inserts 2–3× slower). Returns how many keys were already
+    /// present (their value replaced).
+    pub(super) fn insert_many(&mut self, entries: Vec<(Arc<str>, V)>) -> usize {
+        let mut hashed: Vec<(u64, Arc<str>, V)> =
+            entries.into_iter().map(|(k, v)| (self.hash(&k), k, v)).collect();
+        hashed.sort_unstable_by_key(|(hash, _, _)| slot_of(*hash));
+        let runs: Vec<usize> =
+            hashed.chunk_by(|a, b| slot_of(a.0) == slot_of(b.0)).map(<[_]>::len).collect();
+        let hasher = self.hasher.clone();
+        let (mut inserted, mut replaced) = (0, 0);
+        let mut entries = hashed.into_iter();
+        for run in runs {
+            let mut run_entries = entries.by_ref().take(run).peekable();
+            let Some(&(hash, _, _)) = run_entries.peek() else { break };
+            let leaf = self.leaf_mut(hash);
+            leaf.reserve(run, |(k, _)| hasher.hash_one(&**k));
+            for (hash, key, value) in run_entries {
+                match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
+                    hashbrown::hash_table::Entry::Occupied(mut slot) => {
+                        slot.get_mut().1 = value;
+                        replaced += 1;
+                    }
+                    hashbrown::hash_table::Entry::Vacant(slot) => {
+                        slot.insert((key, value));
+                        inserted += 1;
+                    }
+                }
+            }
+        }
+        self.len += inserted;
+        replaced
+    }
+
     /// Every entry, leaf by leaf (no particular order).
     pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
         self.mids
@@ -144,6 +181,18 @@ mod tests {
         assert_eq!(a.remove("t2"), None);
         assert_eq!((a.len(), b.len()), (1, 2));
         assert_eq!(b.iter().count(), 2);
+    }
+
+    #[test]
+    fn insert_many_is_insert_of_each() {
+        let mut a: CowMap<u32> = CowMap::default();
+        a.insert(Arc::from("t3"), 0);
+        let snapshot = a.clone();
+        let entries = (0..5_000).map(|i| (Arc::from(format!("t{i}")), i)).collect();
+        assert_eq!(a.insert_many(entries), 1, "t3 was there");
+        assert_eq!(a.len(), 5_000);
+        assert!((0..5_000).all(|i| a.get(&format!("t{i}")) == Some(&i)));
+        assert_eq!((snapshot.len(), snapshot.get("t3")), (1, Some(&0)), "a snapshot unchanged");
     }
 
     #[test]

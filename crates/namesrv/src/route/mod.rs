@@ -10,7 +10,7 @@
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
 //! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cow.rs` (the
 //! sharded copy-on-write map behind the topic table), `cache.rs` (per-topic encoded bodies),
-//! `routes.rs` ([`Routes`]: `snapshot()` for every read, `write()` for every change), `snapshot.rs` (the tables as route-snapshot bytes and back),
+//! `routes.rs` ([`Routes`]: `snapshot()` for every read, `write()` for every change), `snapshot/` (the tables as route-snapshot bytes and back: v2 binary, v1 JSON read),
 //! `view.rs` (read-only views for the operations API).
 //!
 //! Deliberate departures from Java (none visible on the wire for a well-behaved broker):
@@ -41,6 +41,8 @@ mod view;
 
 pub use query::{zone_filter, UnitKind};
 pub use routes::{RouteForm, Routes};
+#[cfg(any(test, feature = "snapshot-v1-writer"))]
+pub use snapshot::to_v1_snapshot;
 pub use snapshot::{
     SnapshotError, SnapshotInfo, FORMAT_VERSION as SNAPSHOT_FORMAT_VERSION, RESTORED_CONN,
 };
