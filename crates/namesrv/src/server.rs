@@ -24,7 +24,7 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::metrics::clock::{RequestClock, Stamp};
-use crate::metrics::{ConnKind, Pending, RequestResult};
+use crate::metrics::{ConnKind, Pending};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
 use transport::TlsContext;
@@ -213,10 +213,10 @@ async fn accept_one(
     state.connection_closed(id);
 }
 
-/// Reads, dispatches and answers frames on one connection until EOF, a decode error, the idle
-/// timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that leaves
-/// more answers unread than the caps allow, or shutdown (after answering everything already
-/// received).
+/// Reads frames on one connection and has `dispatch` answer them, until EOF, a decode error,
+/// the idle timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that
+/// leaves more answers unread than the caps allow, or shutdown (after answering everything
+/// already received).
 pub async fn serve_connection<S>(
     state: &Arc<State>,
     stream: S,
@@ -225,44 +225,28 @@ pub async fn serve_connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Send + Unpin,
 {
-    // One task owns the whole stream (no split halves to synchronise): read what is there,
-    // answer it, flush once per batch.
-    let mut framed = Framed::new(stream, ServerCodec::new(state));
-    // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
-    // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two writes).
-    framed.set_backpressure_boundary(WRITE_BATCH);
-    let clock = Clock::new(state);
+    let mut conn = Connection::new(state, stream, ctx);
     // One long-lived timer for the idle and frame deadlines, re-armed only when it fires (not
     // once per request).
-    let timer = tokio::time::sleep_until(clock.next_deadline(Instant::now(), Instant::now(), None));
+    let now = Instant::now();
+    let timer = tokio::time::sleep_until(conn.clock.next_deadline(now, now, None));
     tokio::pin!(timer);
     let mut draining = shutdown.is_shutdown();
-    let mut large_frames = LargeFrames::default();
     // False once a write failed or a cap closed the connection: nothing more is written.
     let mut writable = true;
-    // Request timing (metricsEnable): a request's time starts where the previous answer of
-    // the batch ended (one clock read per request), or when it is taken up after a wait.
-    let timing = state.metrics.enabled();
-    let request_clock = RequestClock::current();
-    let mut mark: Option<Stamp> = None;
-    // This connection's recordings not yet added to the shared counters: applied before every
-    // flush, so no answer leaves before its request is counted.
-    let mut pending = Pending::default();
-    let requests = &state.metrics.requests;
     loop {
-        let next = match framed.next().now_or_never() {
+        let next = match conn.framed.next().now_or_never() {
             Some(item) => item,
             None => {
-                mark = None;
-                state.metrics.apply(&mut pending);
-                if flush(&mut framed, state, ctx, &clock).await.is_err() {
+                conn.mark = None;
+                if conn.flush().await.is_err() {
                     writable = false;
                     break;
                 }
                 if draining {
                     break;
                 }
-                match wait(&mut framed, state, timer.as_mut(), &clock, &mut shutdown, ctx).await {
+                match conn.wait(timer.as_mut(), &mut shutdown).await {
                     Wake::Frame(item) => item,
                     Wake::Drain => {
                         draining = true;
@@ -279,72 +263,111 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
-                let started = timing.then(|| mark.unwrap_or_else(|| request_clock.now()));
-                let (code, counted) = (request.code, !request.is_response());
-                if framed.read_buffer().capacity() - framed.read_buffer().len() < READ_ROOM / 2 {
-                    // Room for the next batch in one read (tokio-util reserves a single byte,
-                    // so reads into the tail of a nearly full buffer came in small pieces).
-                    framed.read_buffer_mut().reserve(READ_ROOM);
-                }
-                let large = request.body_bytes().len() > READ_BUFFER_KEEP;
-                if framed.write_buffer().len() >= WRITE_BATCH {
-                    state.metrics.apply(&mut pending);
-                    if flush(&mut framed, state, ctx, &clock).await.is_err() {
-                        writable = false;
-                        break;
-                    }
-                }
-                // `None`: answered in place (GET_ROUTEINFO_BY_TOPIC, after access control).
-                let answer = if request.code == ROUTE_CODE {
-                    match dispatch::admit(state, ctx, &request) {
-                        Ok(who) => {
-                            if crate::handler::route::write_route(
-                                state,
-                                &request,
-                                framed.write_buffer_mut(),
-                                |hit| pending.route_cache_lookup(timing, hit),
-                            ) {
-                                None
-                            } else {
-                                Some(dispatch::dispatch_admitted(state, ctx, request, who).await)
-                            }
-                        }
-                        Err(refused) => Some(dispatch::finish(state, &request, refused)),
-                    }
-                } else {
-                    Some(dispatch::dispatch(state, ctx, request).await)
-                };
-                let result = match answer {
-                    None => RequestResult::Answered(SUCCESS),
-                    Some(Some(response)) => {
-                        let code = response.code;
-                        // Below the backpressure boundary (flushed above), so `feed` only encodes.
-                        if let Err(e) = framed.feed(response).await {
-                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                            writable = false;
-                            break;
-                        }
-                        RequestResult::Answered(code)
-                    }
-                    Some(None) => RequestResult::Oneway,
-                };
-                if let Some(started) = started {
-                    if counted {
-                        let now = request_clock.now();
-                        let ns = request_clock.nanos_between(started, now);
-                        requests.record_pending(&mut pending.requests, code, result, ns);
-                        mark = Some(now);
-                    }
-                }
-                if large && large_frames.handled(Instant::now()) {
-                    shrink_read_buffer(framed.read_buffer_mut());
+                if conn.handle(request).await.is_err() {
+                    writable = false;
+                    break;
                 }
             }
         }
     }
-    state.metrics.apply(&mut pending);
-    if writable {
-        let _ = flush(&mut framed, state, ctx, &clock).await;
+    conn.close(writable).await;
+}
+
+/// One connection being served: its frames, deadlines, read-buffer policy, and request
+/// timing with the recordings not yet added to the shared counters.
+struct Connection<'a, S> {
+    state: &'a Arc<State>,
+    ctx: &'a ConnCtx,
+    framed: Framed<S, ServerCodec>,
+    clock: Clock,
+    large_frames: LargeFrames,
+    /// Request timing (metricsEnable): a request's time starts where the previous answer of
+    /// the batch ended (one clock read per request), or when it is taken up after a wait.
+    timing: bool,
+    request_clock: RequestClock,
+    mark: Option<Stamp>,
+    /// This connection's recordings not yet added to the shared counters: applied before
+    /// every flush, so no answer leaves before its request is counted.
+    pending: Pending,
+}
+
+impl<'a, S> Connection<'a, S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin,
+{
+    fn new(state: &'a Arc<State>, stream: S, ctx: &'a ConnCtx) -> Self {
+        // One task owns the whole stream (no split halves to synchronise): read what is there,
+        // answer it, flush once per batch.
+        let mut framed = Framed::new(stream, ServerCodec::new(state));
+        // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
+        // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two
+        // writes).
+        framed.set_backpressure_boundary(WRITE_BATCH);
+        Self {
+            state,
+            ctx,
+            framed,
+            clock: Clock::new(state),
+            large_frames: LargeFrames::default(),
+            timing: state.metrics.enabled(),
+            request_clock: RequestClock::current(),
+            mark: None,
+            pending: Pending::default(),
+        }
+    }
+
+    /// Answers one request (`dispatch::answer`, straight into the write buffer) and records
+    /// it once; `Err` when the connection is to be closed (a write failed, or a cap).
+    async fn handle(&mut self, request: RemotingCommand) -> Result<(), ()> {
+        let started = self.timing.then(|| self.mark.unwrap_or_else(|| self.request_clock.now()));
+        let (code, counted) = (request.code, !request.is_response());
+        let read = self.framed.read_buffer_mut();
+        if read.capacity() - read.len() < READ_ROOM / 2 {
+            // Room for the next batch in one read (tokio-util reserves a single byte, so reads
+            // into the tail of a nearly full buffer came in small pieces).
+            read.reserve(READ_ROOM);
+        }
+        let large = request.body_bytes().len() > READ_BUFFER_KEEP;
+        if self.framed.write_buffer().len() >= WRITE_BATCH {
+            self.flush().await?;
+        }
+        // Below the backpressure boundary (flushed above), so answering only encodes.
+        let out = self.framed.write_buffer_mut();
+        let result = dispatch::answer(self.state, self.ctx, request, out, &mut self.pending)
+            .await
+            .map_err(|e| debug!(peer = %self.ctx.peer, error = %e, "write failed; closing"))?;
+        if let (Some(started), true) = (started, counted) {
+            let now = self.request_clock.now();
+            let ns = self.request_clock.nanos_between(started, now);
+            let requests = &self.state.metrics.requests;
+            requests.record_pending(&mut self.pending.requests, code, result, ns);
+            self.mark = Some(now);
+        }
+        if large && self.large_frames.handled(Instant::now()) {
+            shrink_read_buffer(self.framed.read_buffer_mut());
+        }
+        Ok(())
+    }
+
+    /// Waits for the next frame, a deadline, shutdown or a close request ([`wait`]).
+    async fn wait(&mut self, timer: Pin<&mut Sleep>, shutdown: &mut Shutdown) -> Wake {
+        wait(&mut self.framed, self.state, timer, &self.clock, shutdown, self.ctx).await
+    }
+
+    /// Adds the pending recordings to the shared counters, then writes out the answers
+    /// ([`flush`]); `Err` when the connection is to be closed.
+    async fn flush(&mut self) -> Result<(), ()> {
+        self.state.metrics.apply(&mut self.pending);
+        flush(&mut self.framed, self.state, self.ctx, &self.clock).await
+    }
+
+    /// The connection ends: its recordings are added to the shared counters and, unless a
+    /// write failed or a cap closed it, its last answers written out.
+    async fn close(mut self, writable: bool) {
+        self.state.metrics.apply(&mut self.pending);
+        if writable {
+            let _ = flush(&mut self.framed, self.state, self.ctx, &self.clock).await;
+        }
     }
 }
 
@@ -449,11 +472,6 @@ where
         }
     }
 }
-
-/// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
-const ROUTE_CODE: i32 = remoting::RequestCode::GetRouteinfoByTopic.to_i32();
-
-const SUCCESS: i32 = remoting::ResponseCode::Success.to_i32();
 
 /// See `set_backpressure_boundary` in [`serve_connection`].
 const WRITE_BATCH: usize = 64 * 1024;

@@ -17,13 +17,12 @@ use remoting::headers::{
     WipeWritePermOfBrokerResponseHeader, ZONE_NAME,
 };
 use remoting::text::clip;
-use remoting::{version, RemotingCommand, ResponseCode};
+use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{success, success_json};
+use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
-use crate::dispatch::{HandlerError, HandlerResult};
 use crate::events::{EventKind, NewEvent};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::limits::Cap;
@@ -33,10 +32,10 @@ use crate::route::{
 };
 use crate::state::{ConnCtx, State};
 
-/// A handler-level REGISTER_BROKER failure: code 1, and `"extFields":{}` like Java's.
-fn register_failed(remark: &str) -> RemotingCommand {
-    RemotingCommand::response(ResponseCode::SystemError, Some(remark.to_owned()))
-        .with_header(&RegisterBrokerResponseHeader::default())
+/// A handler-level REGISTER_BROKER failure (`dispatch` answers code 1 and `"extFields":{}`
+/// like Java's).
+fn register_failed(remark: &'static str) -> HandlerError {
+    HandlerError::RegisterFailed(remark)
 }
 
 /// Decodes the registration body by the sender's version; an absent body is an empty table.
@@ -85,7 +84,7 @@ fn body_refused(state: &State, conn: &ConnCtx, error: BodyError) -> HandlerResul
     };
     let remark = format!("register broker failed: {error} ({key})");
     state.limits.triggered(cap, state.uptime_ms(), format_args!("{} {remark}", conn.peer));
-    Ok(register_failed(&remark))
+    Err(HandlerError::Capped(remark))
 }
 
 /// Bodies above this size are decoded and applied on the registration lane (lower priority than
@@ -153,7 +152,7 @@ fn register_counted(
         digest_registration(state, request, &header, &fields, compressed)
     else {
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-        return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
+        return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
     };
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
@@ -196,7 +195,7 @@ fn register_counted(
         }
         Err(e) => {
             info!(error = %e, "register broker failed");
-            (Ok(register_failed("register broker failed")), RegistrationOutcome::Refused)
+            (Err(register_failed("register broker failed")), RegistrationOutcome::Refused)
         }
     }
 }
