@@ -52,7 +52,7 @@ pub(crate) async fn answer(
 /// Access control for `request` (a no-op when `authenticationEnabled` is off): who it is from,
 /// or the refusal to answer instead of running any handler.
 fn admit(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Result<Who, HandlerError> {
-    let Some(gate) = state.auth.as_deref() else {
+    let Some(gate) = state.access.auth.as_deref() else {
         return Ok(Who::Anonymous);
     };
     let caller = Caller {
@@ -80,7 +80,7 @@ fn in_place(
         return false;
     }
     route::with_cached_route(state, request, |body, cached| {
-        pending.route_cache_lookup(state.metrics.enabled(), cached);
+        pending.route_cache_lookup(state.sinks.metrics.enabled(), cached);
         let mut response = crate::handler::success().respond_to(request);
         response.serialize_type = state.serialize_type();
         remoting::frame::encode_with_body(&response, body, out).is_ok()

@@ -141,8 +141,8 @@ async fn stop_the_rest(state: &Arc<State>, background: Vec<tokio::task::JoinHand
         warn!(error = %e, "KV journal not compacted at shutdown; it is replayed at the next start");
     }
     let lane_state = Arc::clone(state);
-    let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
-    state.events.close();
+    let _ = tokio::task::spawn_blocking(move || lane_state.work.lane.stop()).await;
+    state.sinks.events.close();
 }
 
 /// A place for a new connection under `serverMaxConnections`; `None` (the connection is then
@@ -172,7 +172,7 @@ async fn accept_one(
         debug!(%peer, error = %e, "set_nodelay failed");
     }
     let (id, close) = state.open_connection();
-    let preface = if state.trusted_proxies.matches(peer.ip()) {
+    let preface = if state.access.trusted_proxies.matches(peer.ip()) {
         transport::Preface::Honoured
     } else {
         transport::Preface::Refused
@@ -181,7 +181,7 @@ async fn accept_one(
     let negotiated = transport::accept(tcp, peer, preface, &tls, idle, handshake);
     match negotiated.await {
         Ok(negotiated) => {
-            let metrics = &state.metrics;
+            let metrics = &state.sinks.metrics;
             let kind = ConnKind { tls: negotiated.tls, proxied: negotiated.proxied };
             metrics.connection_opened(kind);
             let ctx = ConnCtx {
@@ -194,10 +194,10 @@ async fn accept_one(
                 .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
             let stream = transport::Fair::new(transport::Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
-            state.metrics.connection_closed(kind);
+            state.sinks.metrics.connection_closed(kind);
         }
         Err(e) => {
-            state.metrics.connection_refused(e.reason());
+            state.sinks.metrics.connection_refused(e.reason());
             if matches!(e, transport::TransportError::UntrustedProxy) {
                 if let Some(since) = state.limits.untrusted_proxy.due(state.uptime_ms()) {
                     warn!(
@@ -309,7 +309,7 @@ where
             framed,
             clock: Clock::new(state),
             large_frames: LargeFrames::default(),
-            timing: state.metrics.enabled(),
+            timing: state.sinks.metrics.enabled(),
             request_clock: RequestClock::current(),
             mark: None,
             pending: Pending::default(),
@@ -339,7 +339,7 @@ where
         if let (Some(started), true) = (started, counted) {
             let now = self.request_clock.now();
             let ns = self.request_clock.nanos_between(started, now);
-            let requests = &self.state.metrics.requests;
+            let requests = &self.state.sinks.metrics.requests;
             requests.record_pending(&mut self.pending.requests, code, result, ns);
             self.mark = Some(now);
         }
@@ -357,14 +357,14 @@ where
     /// Adds the pending recordings to the shared counters, then writes out the answers
     /// ([`flush`]); `Err` when the connection is to be closed.
     async fn flush(&mut self) -> Result<(), ()> {
-        self.state.metrics.apply(&mut self.pending);
+        self.state.sinks.metrics.apply(&mut self.pending);
         flush(&mut self.framed, self.state, self.ctx, &self.clock).await
     }
 
     /// The connection ends: its recordings are added to the shared counters and, unless a
     /// write failed or a cap closed it, its last answers written out.
     async fn close(mut self, writable: bool) {
-        self.state.metrics.apply(&mut self.pending);
+        self.state.sinks.metrics.apply(&mut self.pending);
         if writable {
             let _ = flush(&mut self.framed, self.state, self.ctx, &self.clock).await;
         }

@@ -110,7 +110,8 @@ pub async fn register(
     }
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     state
-        .register_lane
+        .work
+        .lane
         .run(move || register_now(&lane_state, &conn, &request))
         .await
         .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
@@ -126,14 +127,14 @@ fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Han
             // Only a live broker's version is kept (its record goes with it): a registration
             // fenced by a newer stateVersion left no live entry, and keeps no record (#21).
             if state.routes.snapshot().last_heartbeat(cluster, addr).is_some() {
-                state.broker_versions.set(cluster, addr, request.version);
+                state.sinks.versions.set(cluster, addr, request.version);
             } else {
-                state.broker_versions.remove(cluster, addr);
+                state.sinks.versions.remove(cluster, addr);
             }
         }
     }
-    state.metrics.registration(outcome);
-    state.metrics.registration_apply.observe(started.elapsed());
+    state.sinks.metrics.registration(outcome);
+    state.sinks.metrics.registration_apply.observe(started.elapsed());
     result
 }
 
@@ -577,13 +578,14 @@ mod tests {
         let (started_tx, started) = std::sync::mpsc::channel::<()>();
         let mut releases = Vec::new();
         let mut blockers = Vec::new();
-        for _ in 0..state.register_lane.threads() {
+        for _ in 0..state.work.lane.threads() {
             let (release, held) = std::sync::mpsc::channel::<()>();
             releases.push(release);
             let (lane_state, started_tx) = (Arc::clone(&state), started_tx.clone());
             blockers.push(tokio::spawn(async move {
                 lane_state
-                    .register_lane
+                    .work
+                    .lane
                     .run(move || {
                         let _ = started_tx.send(());
                         held.recv_timeout(Duration::from_secs(60))

@@ -41,7 +41,7 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
         let (body, cached) =
             state.routes.snapshot().lookup_route_body(topic, form, support_acting_master);
         if body.is_some() {
-            state.metrics.route_cache_lookup(cached);
+            state.sinks.metrics.route_cache_lookup(cached);
         }
         body
     };
