@@ -6,11 +6,11 @@
 //! `transport`, the access-control gate is `acl`'s; what wires them together with the HTTP
 //! surface and the embedded controller (`run(listeners, config, shutdown)`) is `crates/daemon`.
 mod background;
-pub mod codec;
+pub(crate) mod codec;
 pub mod config;
-pub mod dispatch;
+pub(crate) mod dispatch;
 pub mod events;
-pub mod handler;
+pub(crate) mod handler;
 pub mod kv;
 pub mod lane;
 pub mod limits;

@@ -217,7 +217,7 @@ async fn accept_one(
 /// the idle timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that
 /// leaves more answers unread than the caps allow, or shutdown (after answering everything
 /// already received).
-pub async fn serve_connection<S>(
+pub(crate) async fn serve_connection<S>(
     state: &Arc<State>,
     stream: S,
     ctx: &ConnCtx,
