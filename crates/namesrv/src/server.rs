@@ -349,24 +349,131 @@ where
         Ok(())
     }
 
-    /// Waits for the next frame, a deadline, shutdown or a close request ([`wait`]).
-    async fn wait(&mut self, timer: Pin<&mut Sleep>, shutdown: &mut Shutdown) -> Wake {
-        wait(&mut self.framed, self.state, timer, &self.clock, shutdown, self.ctx).await
-    }
-
-    /// Adds the pending recordings to the shared counters, then writes out the answers
-    /// ([`flush`]); `Err` when the connection is to be closed.
+    /// Adds the pending recordings to the shared counters, then writes out the answers in the
+    /// write buffer. When the client does not take them at once, what waits is held to the
+    /// caps ([`Connection::hold_unread`]) and must be taken within the idle timeout; `Err`
+    /// (the connection is to be closed) when a cap is passed or the write fails.
     async fn flush(&mut self) -> Result<(), ()> {
         self.state.sinks.metrics.apply(&mut self.pending);
-        flush(&mut self.framed, self.state, self.ctx, &self.clock).await
+        let peer = self.ctx.peer;
+        let failed = |e: ServerFrameError| debug!(%peer, error = %e, "write failed; closing");
+        match SinkExt::<RemotingCommand>::flush(&mut self.framed).now_or_never() {
+            Some(done) => return done.map_err(failed),
+            None if self.framed.write_buffer().is_empty() => return Ok(()),
+            None => {}
+        }
+        let _held = self.hold_unread(self.framed.write_buffer().len() as u64)?;
+        let write = SinkExt::<RemotingCommand>::flush(&mut self.framed);
+        let Some(limit) = self.clock.idle else {
+            return write.await.map_err(failed);
+        };
+        match tokio::time::timeout(limit, write).await {
+            Ok(done) => done.map_err(failed),
+            Err(_) => {
+                self.state.limits.triggered(
+                    Cap::WriteTimeout,
+                    self.state.uptime_ms(),
+                    format_args!(
+                        "{peer} took no answer for {}s; closed (serverChannelMaxIdleTimeSeconds)",
+                        limit.as_secs()
+                    ),
+                );
+                Err(())
+            }
+        }
+    }
+
+    /// Holds `waiting` bytes of answers the client has not taken yet against
+    /// `serverConnectionMaxPendingResponseBytes` and the server-wide
+    /// `serverMaxPendingResponseBytes` until the guard drops; `Err` when either is passed.
+    fn hold_unread(&self, waiting: u64) -> Result<Held, ()> {
+        let (state, peer) = (self.state, self.ctx.peer);
+        let config = state.config.load();
+        let per_conn =
+            u64::try_from(config.server_connection_max_pending_response_bytes).unwrap_or(0);
+        if waiting > per_conn {
+            state.limits.triggered(
+                Cap::ConnectionResponseBytes,
+                state.uptime_ms(),
+                format_args!(
+                    "{peer} left {waiting} bytes of answers unread; closed \
+                     (serverConnectionMaxPendingResponseBytes {per_conn})"
+                ),
+            );
+            return Err(());
+        }
+        let all = u64::try_from(config.server_max_pending_response_bytes).unwrap_or(0);
+        let mut held = Held::new(&state.limits.pending_response_bytes);
+        if !held.set(waiting, all) {
+            state.limits.triggered(
+                Cap::PendingResponseBytes,
+                state.uptime_ms(),
+                format_args!(
+                    "{} bytes of answers wait for their readers; {peer} needing {waiting} closed \
+                     (serverMaxPendingResponseBytes {all})",
+                    state.limits.pending_response_bytes.used(),
+                ),
+            );
+            return Err(());
+        }
+        Ok(held)
+    }
+
+    /// Waits for the next frame, a deadline (idle: counted from now; frame: from its first
+    /// bytes), shutdown or a close request.
+    async fn wait(&mut self, mut timer: Pin<&mut Sleep>, shutdown: &mut Shutdown) -> Wake {
+        let (clock, peer) = (&self.clock, self.ctx.peer);
+        let quiet_since = Instant::now();
+        let due =
+            clock.next_deadline(quiet_since, quiet_since, self.framed.codec().frame_started());
+        if timer.deadline() > due {
+            // Armed for later than a deadline that counts from now (a frame timeout longer
+            // than the idle timeout): rare, so the common path touches no timer.
+            timer.as_mut().reset(due);
+        }
+        loop {
+            tokio::select! {
+                item = self.framed.next() => return Wake::Frame(item),
+                () = &mut timer => {
+                    let now = Instant::now();
+                    let started = self.framed.codec().frame_started();
+                    if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
+                        info!(%peer, "connection idle; closing");
+                        return Wake::Close;
+                    }
+                    if let (Some(limit), Some(started)) = (clock.frame, started) {
+                        if now >= started + limit {
+                            self.state.limits.triggered(
+                                Cap::FrameTimeout,
+                                self.state.uptime_ms(),
+                                format_args!(
+                                    "{peer} sent {} bytes of a frame in {}s; closed \
+                                     (serverFrameTimeoutSeconds)",
+                                    self.framed.read_buffer().len(),
+                                    limit.as_secs()
+                                ),
+                            );
+                            return Wake::Close;
+                        }
+                    }
+                    timer.as_mut().reset(clock.next_deadline(now, quiet_since, started));
+                }
+                () = shutdown.recv() => return Wake::Drain,
+                () = self.ctx.close.notified() => {
+                    info!(%peer, "closing the connection of an expired broker");
+                    return Wake::Close;
+                }
+            }
+        }
     }
 
     /// The connection ends: its recordings are added to the shared counters and, unless a
     /// write failed or a cap closed it, its last answers written out.
     async fn close(mut self, writable: bool) {
-        self.state.sinks.metrics.apply(&mut self.pending);
         if writable {
-            let _ = flush(&mut self.framed, self.state, self.ctx, &self.clock).await;
+            let _ = self.flush().await;
+        } else {
+            self.state.sinks.metrics.apply(&mut self.pending);
         }
     }
 }
@@ -398,78 +505,6 @@ impl Clock {
         let idle = self.idle.map(|d| quiet_since + d);
         let frame = self.frame.map(|d| started.map_or(now + d, |s| s + d));
         idle.into_iter().chain(frame).min().unwrap_or(now + NEVER)
-    }
-}
-
-/// Writes out the answers in the write buffer. When the client does not take them at once,
-/// what waits counts against `serverConnectionMaxPendingResponseBytes` and the server-wide
-/// `serverMaxPendingResponseBytes`, and must be taken within the idle timeout; `Err` (the
-/// connection is to be closed) when a cap is passed or the write fails.
-async fn flush<S>(
-    framed: &mut Framed<S, ServerCodec>,
-    state: &State,
-    ctx: &ConnCtx,
-    clock: &Clock,
-) -> Result<(), ()>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let failed =
-        |e: ServerFrameError| debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-    match SinkExt::<RemotingCommand>::flush(framed).now_or_never() {
-        Some(done) => return done.map_err(failed),
-        None if framed.write_buffer().is_empty() => return Ok(()),
-        None => {}
-    }
-    let waiting = framed.write_buffer().len() as u64;
-    let config = state.config.load();
-    let per_conn = u64::try_from(config.server_connection_max_pending_response_bytes).unwrap_or(0);
-    if waiting > per_conn {
-        state.limits.triggered(
-            Cap::ConnectionResponseBytes,
-            state.uptime_ms(),
-            format_args!(
-                "{} left {waiting} bytes of answers unread; closed \
-                 (serverConnectionMaxPendingResponseBytes {per_conn})",
-                ctx.peer
-            ),
-        );
-        return Err(());
-    }
-    let all = u64::try_from(config.server_max_pending_response_bytes).unwrap_or(0);
-    let mut held = Held::new(&state.limits.pending_response_bytes);
-    if !held.set(waiting, all) {
-        state.limits.triggered(
-            Cap::PendingResponseBytes,
-            state.uptime_ms(),
-            format_args!(
-                "{} bytes of answers wait for their readers; {} needing {waiting} closed \
-                 (serverMaxPendingResponseBytes {all})",
-                state.limits.pending_response_bytes.used(),
-                ctx.peer
-            ),
-        );
-        return Err(());
-    }
-    drop(config);
-    let write = SinkExt::<RemotingCommand>::flush(framed);
-    let Some(limit) = clock.idle else {
-        return write.await.map_err(failed);
-    };
-    match tokio::time::timeout(limit, write).await {
-        Ok(done) => done.map_err(failed),
-        Err(_) => {
-            state.limits.triggered(
-                Cap::WriteTimeout,
-                state.uptime_ms(),
-                format_args!(
-                    "{} took no answer for {}s; closed (serverChannelMaxIdleTimeSeconds)",
-                    ctx.peer,
-                    limit.as_secs()
-                ),
-            );
-            Err(())
-        }
     }
 }
 
@@ -521,63 +556,6 @@ enum Wake {
     Drain,
     /// Idle for `serverChannelMaxIdleTimeSeconds`, or closed by the server (expired broker).
     Close,
-}
-
-/// Waits for the next frame, a deadline (idle: counted from now; frame: from its first
-/// bytes), shutdown or a close request.
-async fn wait<S>(
-    framed: &mut Framed<S, ServerCodec>,
-    state: &State,
-    mut timer: Pin<&mut Sleep>,
-    clock: &Clock,
-    shutdown: &mut Shutdown,
-    ctx: &ConnCtx,
-) -> Wake
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let quiet_since = Instant::now();
-    let due = clock.next_deadline(quiet_since, quiet_since, framed.codec().frame_started());
-    if timer.deadline() > due {
-        // Armed for later than a deadline that counts from now (a frame timeout longer
-        // than the idle timeout): rare, so the common path touches no timer.
-        timer.as_mut().reset(due);
-    }
-    loop {
-        tokio::select! {
-            item = framed.next() => return Wake::Frame(item),
-            () = &mut timer => {
-                let now = Instant::now();
-                let started = framed.codec().frame_started();
-                if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
-                    info!(peer = %ctx.peer, "connection idle; closing");
-                    return Wake::Close;
-                }
-                if let (Some(limit), Some(started)) = (clock.frame, started) {
-                    if now >= started + limit {
-                        state.limits.triggered(
-                            Cap::FrameTimeout,
-                            state.uptime_ms(),
-                            format_args!(
-                                "{} sent {} bytes of a frame in {}s; closed \
-                                 (serverFrameTimeoutSeconds)",
-                                ctx.peer,
-                                framed.read_buffer().len(),
-                                limit.as_secs()
-                            ),
-                        );
-                        return Wake::Close;
-                    }
-                }
-                timer.as_mut().reset(clock.next_deadline(now, quiet_since, started));
-            }
-            () = shutdown.recv() => return Wake::Drain,
-            () = ctx.close.notified() => {
-                info!(peer = %ctx.peer, "closing the connection of an expired broker");
-                return Wake::Close;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
