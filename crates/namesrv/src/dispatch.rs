@@ -189,38 +189,31 @@ fn config_keys(request: &RemotingCommand) -> String {
 
 /// The only mapping from an error to the wire.
 fn error_response(request: &RemotingCommand, error: HandlerError) -> RemotingCommand {
-    let response = |code, remark| RemotingCommand::response(code, remark);
-    // Java's answer carries its response header with no field set: `"extFields":{}`.
-    let empty_header = |r: RemotingCommand| r.with_ext_fields(ExtFields::default());
-    match error {
-        HandlerError::System(remark) => {
+    use {HandlerError as E, ResponseCode as R};
+    // Last, whether Java's answer carries its response header, no field set: `"extFields":{}`.
+    let (code, remark, empty_header) = match error {
+        E::System(remark) => {
             warn!(code = request.code, %remark, "request failed");
-            response(ResponseCode::SystemError, Some(remark))
+            (R::SystemError, Some(remark), false)
         }
-        HandlerError::SystemNoRemark => response(ResponseCode::SystemError, None),
-        HandlerError::NotSupported(code) => {
+        E::SystemNoRemark => (R::SystemError, None, false),
+        E::NotSupported(code) => {
             warn!(code, "request type not supported");
-            let remark = format!(" request type {code} not supported");
-            response(ResponseCode::RequestCodeNotSupported, Some(remark))
+            (R::RequestCodeNotSupported, Some(format!(" request type {code} not supported")), false)
         }
-        HandlerError::Refused(refusal) => {
-            response(ResponseCode::NoPermission, Some(refusal.to_string()))
-        }
-        HandlerError::NotPermitted(remark) => {
-            response(ResponseCode::NoPermission, Some(remark.to_owned()))
-        }
-        HandlerError::Capped(remark) => {
-            empty_header(response(ResponseCode::SystemError, Some(remark)))
-        }
-        HandlerError::RegisterFailed(remark) => {
-            empty_header(response(ResponseCode::SystemError, Some(remark.to_owned())))
-        }
-        HandlerError::TopicNotExist(remark) => response(ResponseCode::TopicNotExist, Some(remark)),
-        HandlerError::NotFound(remark) => response(ResponseCode::QueryNotFound, Some(remark)),
-        HandlerError::ValueNotFound(remark) => {
-            empty_header(response(ResponseCode::QueryNotFound, Some(remark)))
-        }
+        E::Refused(refusal) => (R::NoPermission, Some(refusal.to_string()), false),
+        E::NotPermitted(remark) => (R::NoPermission, Some(remark.to_owned()), false),
+        E::Capped(remark) => (R::SystemError, Some(remark), true),
+        E::RegisterFailed(remark) => (R::SystemError, Some(remark.to_owned()), true),
+        E::TopicNotExist(remark) => (R::TopicNotExist, Some(remark), false),
+        E::NotFound(remark) => (R::QueryNotFound, Some(remark), false),
+        E::ValueNotFound(remark) => (R::QueryNotFound, Some(remark), true),
+    };
+    let response = RemotingCommand::response(code, remark);
+    if empty_header {
+        return response.with_ext_fields(ExtFields::default());
     }
+    response
 }
 
 #[cfg(test)]
