@@ -21,7 +21,7 @@ use crate::route::{ConnId, Routes, UnregisterRequest};
 
 /// One accepted connection, as handlers see it.
 #[derive(Debug, Clone)]
-pub struct ConnCtx {
+pub(crate) struct ConnCtx {
     /// The connection's identity, recorded with broker registrations (liveness fencing).
     pub id: ConnId,
     /// The client's address (from a trusted proxy's PROXY preface when there was one).
@@ -43,7 +43,7 @@ impl ConnCtx {
 }
 
 /// An unregistration waiting for the batch task, with why it was asked for.
-pub type QueuedUnregister = (UnregisterRequest, RemovalReason);
+pub(crate) type QueuedUnregister = (UnregisterRequest, RemovalReason);
 
 /// Where the server is in its life, as `/readyz` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,7 @@ impl State {
     }
 
     /// [`State::uptime`] in milliseconds (a monotonic clock for rate limits).
-    pub fn uptime_ms(&self) -> u64 {
+    pub(crate) fn uptime_ms(&self) -> u64 {
         u64::try_from(self.life.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
@@ -227,7 +227,7 @@ impl State {
     }
 
     /// True once shutdown has begun (new clients then get GO_AWAY).
-    pub fn is_shutting_down(&self) -> bool {
+    pub(crate) fn is_shutting_down(&self) -> bool {
         self.life.shutting_down.load(Ordering::Relaxed)
     }
 
@@ -276,14 +276,14 @@ impl State {
 
     /// `serverChannelMaxIdleTimeSeconds` as a duration; `None` for 0, which never closes an
     /// idle connection (Java's `IdleStateHandler` with 0).
-    pub fn idle_timeout(&self) -> Option<Duration> {
+    pub(crate) fn idle_timeout(&self) -> Option<Duration> {
         let secs = self.config.load().server_channel_max_idle_time_seconds;
         let secs = u64::try_from(secs).unwrap_or(120);
         (secs > 0).then(|| Duration::from_secs(secs))
     }
 
     /// `Some(shutdownWaitTimeSeconds)` when `enableShutdownGracefully` is on.
-    pub fn graceful_shutdown_window(&self) -> Option<Duration> {
+    pub(crate) fn graceful_shutdown_window(&self) -> Option<Duration> {
         let config = self.config.load();
         config.enable_shutdown_gracefully.then(|| {
             Duration::from_secs(u64::try_from(config.shutdown_wait_time_seconds).unwrap_or(0))
@@ -292,7 +292,11 @@ impl State {
 
     /// Queues an unregistration for the batch task. `false` when the queue is full.
     /// Java: `RouteInfoManager#submitUnRegisterBrokerRequest`
-    pub fn submit_unregister(&self, request: UnregisterRequest, reason: RemovalReason) -> bool {
+    pub(crate) fn submit_unregister(
+        &self,
+        request: UnregisterRequest,
+        reason: RemovalReason,
+    ) -> bool {
         match self.work.unregister_tx.try_send((request, reason)) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full((r, _))) => {
