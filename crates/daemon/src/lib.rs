@@ -118,7 +118,7 @@ impl Daemon {
         });
         let stopped = CancellationToken::new();
         let mut tasks = Vec::new();
-        if let Some(auth) = &state.auth {
+        if let Some(auth) = &state.access.auth {
             tasks.push(acl::spawn_reloader(Arc::clone(auth), stopped.clone().cancelled_owned()));
         }
         if tls.mode() != transport::TlsMode::Disabled {

@@ -283,7 +283,7 @@ async fn a_guesser_blocked_on_the_nameserver_port_is_blocked_on_the_embedded_con
         .call(signed(request(C::ControllerGetMetadataInfo, &[], None), "viewer", "viewer-secret"))
         .await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
-    let auth = server.state.auth.as_ref().expect("gate");
+    let auth = server.state.access.auth.as_ref().expect("gate");
     assert_eq!(auth.counters.refused_count(acl::Reason::RateLimited), 1, "one count, one gate");
     server.stop().await;
 }

@@ -101,7 +101,7 @@ async fn a_preface_from_a_peer_not_trusted_closes_the_connection_before_its_requ
     assert_eq!(kv_value(&server, "spoofed-key"), None, "the v1 PUT was not applied");
     assert_eq!(kv_value(&server, "seeded-key").as_deref(), Some("spoofed"), "nor the DELETE");
     assert_eq!(server.state.config.load().http_namesrv_addr, http_addr, "nor the v2 update");
-    let refused = server.state.metrics.connections_refused();
+    let refused = server.state.sinks.metrics.connections_refused();
     assert!(refused.contains(&("untrusted_proxy", 3)), "{refused:?}");
 
     // Without a preface the same peer is served as itself: 127.0.0.1 is not in 10.9.0.0/16.
@@ -154,5 +154,5 @@ async fn without_access_control_every_preface_is_honoured_as_in_java() {
     conn.write(b"PROXY TCP4 10.9.0.5 127.0.0.1 1234 9876\r\n").await;
     let answer = common::decode(&conn.call(kv(RequestCode::PutKvConfig, "k")).await);
     assert_eq!(answer.code, 0, "{:?}", answer.remark);
-    assert!(server.state.metrics.connections_refused().is_empty());
+    assert!(server.state.sinks.metrics.connections_refused().is_empty());
 }

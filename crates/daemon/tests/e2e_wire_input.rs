@@ -81,8 +81,8 @@ async fn fenced_registrations_with_new_addresses_leave_no_record() {
         let answer = conn.call(master.register_body(body.clone())).await;
         assert_eq!(answer.code, 0, "{:?}", answer.remark);
     }
-    assert_eq!(server.state.broker_versions.len(), 1, "only the live master's version is kept");
-    let events = server.state.events.since(0, usize::MAX);
+    assert_eq!(server.state.sinks.versions.len(), 1, "only the live master's version is kept");
+    let events = server.state.sinks.events.since(0, usize::MAX);
     assert!(events.len() <= namesrv::events::RING_CAPACITY);
     let kept: usize = events.iter().map(|e| e.broker_addr.as_ref().map_or(0, String::len)).sum();
     assert!(kept <= namesrv::events::RING_CAPACITY * remoting::text::KEEP_BYTES, "{kept} bytes");

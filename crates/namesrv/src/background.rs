@@ -23,7 +23,7 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
         tokio::spawn(scan_loop(state.clone(), trigger.subscribe())),
         tokio::spawn(unregister_loop(state.clone(), trigger.subscribe())),
     ];
-    if state.route_snapshot.is_some() {
+    if state.work.route_snapshot.is_some() {
         tasks.push(tokio::spawn(crate::snapshot::writer_loop(state.clone(), trigger.subscribe())));
     }
     tasks
@@ -74,8 +74,8 @@ async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutd
                 let outcome = state.routes.write(|t| t.apply_unregister_batch(&requests));
                 for index in outcome.live_removed {
                     let (request, reason) = &batch[index];
-                    state.metrics.brokers_removed(*reason, 1);
-                    state.broker_versions.remove(&request.cluster_name, &request.broker_addr);
+                    state.sinks.metrics.brokers_removed(*reason, 1);
+                    state.sinks.versions.remove(&request.cluster_name, &request.broker_addr);
                     let kind = match reason {
                         RemovalReason::HeartbeatTimeout => EventKind::BrokerExpired,
                         _ => EventKind::BrokerUnregistered,

@@ -67,11 +67,6 @@ impl ServerCodec {
     pub fn frame_started(&self) -> Option<Instant> {
         self.started
     }
-
-    /// Bytes this connection holds of the partial-frame budget.
-    pub fn held(&self) -> u64 {
-        self.held.bytes()
-    }
 }
 
 impl Decoder for ServerCodec {

@@ -1,50 +1,60 @@
-//! Request code → handler, one line per code; and the one place where an error becomes a
-//! response code and remark.
+//! The one way through the server: every frame a connection reads is answered by [`answer`] —
+//! admission (access control), 105 answered in place from the cached route body, GO_AWAY,
+//! request code → handler (one line per code), the audit line, and the response finished
+//! (opaque, flag, serialization) into the connection's write buffer. The one place where an
+//! error ([`HandlerError`], a refusal included) becomes a response code and remark.
 
 use std::sync::Arc;
 
-use remoting::{version, RemotingCommand, RequestCode as C, ResponseCode};
+use bytes::BytesMut;
+use remoting::{version, ExtFields, FrameError, RemotingCommand, RequestCode as C, ResponseCode};
 use tracing::{debug, warn};
 
-use crate::handler::{broker, config, kv, route, topic};
+use crate::handler::{broker, config, kv, route, topic, HandlerError, HandlerResult};
+use crate::metrics::{Pending, RequestResult};
 use crate::state::{ConnCtx, State};
-use acl::{Caller, Refusal, Touched, Who};
+use acl::{Caller, Touched, Who};
 
-/// What a handler answers: a response to send, or an error mapped to a response here.
-pub type HandlerResult = Result<RemotingCommand, HandlerError>;
+/// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see [`in_place`]).
+const ROUTE_CODE: i32 = C::GetRouteinfoByTopic.to_i32();
 
-/// Failures that become framework-built responses (no `extFields`). Handler-level answers with
-/// their own codes (TOPIC_NOT_EXIST, QUERY_NOT_FOUND, NO_PERMISSION, …) are `Ok` responses.
-#[derive(Debug, thiserror::Error)]
-pub enum HandlerError {
-    /// SYSTEM_ERROR (1) with this remark (Java: an exception in the processor).
-    #[error("{0}")]
-    System(String),
-    /// SYSTEM_ERROR (1) with no remark (Java: unregistration queue full).
-    #[error("system error")]
-    SystemNoRemark,
-    /// REQUEST_CODE_NOT_SUPPORTED (3).
-    #[error("request type {0} not supported")]
-    NotSupported(i32),
-    /// NO_PERMISSION (16): access control refused the request before any handler ran.
-    #[error(transparent)]
-    Refused(#[from] Refusal),
+const SUCCESS: i32 = ResponseCode::Success.to_i32();
+
+/// Answers one frame read from `conn`, appending the answer to `out` (the connection's write
+/// buffer, below its backpressure boundary): [`admit`], then 105 [`in_place`] when it can be,
+/// else [`respond`]; the answer finished by [`finish`]. A response frame is dropped (a
+/// nameserver sends no requests) and a oneway request answered by nothing. Route-cache
+/// look-ups are counted in `pending`. Returns how the request ended (the connection records
+/// it); `Err` when its answer cannot be encoded (the connection is then closed).
+/// Java: `NettyRemotingAbstract#processRequestCommand` + `DefaultRequestProcessor#processRequest`
+pub(crate) async fn answer(
+    state: &Arc<State>,
+    conn: &ConnCtx,
+    request: RemotingCommand,
+    out: &mut BytesMut,
+    pending: &mut Pending,
+) -> Result<RequestResult, FrameError> {
+    if request.is_response() {
+        debug!(peer = %conn.peer, opaque = request.opaque, "response received but no request matches; dropped");
+        return Ok(RequestResult::Oneway);
+    }
+    let who = match admit(state, conn, &request) {
+        Ok(who) => who,
+        Err(refused) => return finish(state, &request, error_response(&request, refused), out),
+    };
+    if request.code == ROUTE_CODE && in_place(state, &request, out, pending) {
+        return Ok(RequestResult::Answered(SUCCESS));
+    }
+    let response = respond(state, conn, &request, &who).await;
+    finish(state, &request, response, out)
 }
 
 /// Access control for `request` (a no-op when `authenticationEnabled` is off): who it is from,
-/// or the refusal answer to send instead of running any handler. Response frames are not
-/// checked (they are dropped). Call [`dispatch_admitted`] with the `Who` after it.
-pub fn admit(
-    state: &State,
-    conn: &ConnCtx,
-    request: &RemotingCommand,
-) -> Result<Who, HandlerError> {
-    let Some(gate) = state.auth.as_deref() else {
+/// or the refusal to answer instead of running any handler.
+fn admit(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> Result<Who, HandlerError> {
+    let Some(gate) = state.access.auth.as_deref() else {
         return Ok(Who::Anonymous);
     };
-    if request.is_response() {
-        return Ok(Who::Anonymous);
-    }
     let caller = Caller {
         peer: conn.peer,
         proxy: conn.proxy,
@@ -53,89 +63,102 @@ pub fn admit(
     Ok(gate.admit(caller, request, tokio::time::Instant::now)?)
 }
 
-/// The answer to write for a request whose handling ended in `error` (e.g. a refusal by
-/// [`admit`]); `None` for a oneway request.
-pub fn finish(
+/// 105 on the common path: the SUCCESS frame written straight into `out` with the body the
+/// route cache holds (no response body built, the body copied once, into `out`); `true` when
+/// answered so. `false`, with `out` untouched, when the request needs more than the cached
+/// route (oneway, GO_AWAY, a zone, the order config, no route; see
+/// `handler::route::with_cached_route`): it then goes to its handler. The bytes equal what
+/// [`respond`] and [`finish`] would write.
+#[inline]
+fn in_place(
     state: &State,
     request: &RemotingCommand,
-    error: HandlerError,
-) -> Option<RemotingCommand> {
-    if request.is_oneway() {
-        return None;
+    out: &mut BytesMut,
+    pending: &mut Pending,
+) -> bool {
+    if request.is_response() || request.is_oneway() || going_away(state, request) {
+        return false;
     }
-    let mut response = error_response(request, error).respond_to(request);
-    response.serialize_type = state.serialize_type();
-    Some(response)
+    route::with_cached_route(state, request, |body, cached| {
+        pending.route_cache_lookup(state.sinks.metrics.enabled(), cached);
+        let mut response = crate::handler::success().respond_to(request);
+        response.serialize_type = state.serialize_type();
+        remoting::frame::encode_with_body(&response, body, out).is_ok()
+    })
 }
 
-/// Answers one frame: [`admit`], then [`dispatch_admitted`]. `None` when nothing must be
-/// written: the frame was a response (a nameserver sends no requests, so it is dropped) or the
-/// request was oneway.
-/// Java: `NettyRemotingAbstract#processRequestCommand` + `DefaultRequestProcessor#processRequest`
-pub async fn dispatch(
-    state: &Arc<State>,
-    conn: &ConnCtx,
-    request: RemotingCommand,
-) -> Option<RemotingCommand> {
-    match admit(state, conn, &request) {
-        Ok(who) => dispatch_admitted(state, conn, request, who).await,
-        Err(refused) => finish(state, &request, refused),
-    }
+/// During the graceful shutdown window, clients that know GO_AWAY (after V5_3_1) get it
+/// instead of an answer. Java: `NettyRemotingAbstract#processRequestCommand`
+fn going_away(state: &State, request: &RemotingCommand) -> bool {
+    state.is_shutting_down() && request.version > version::V5_3_1
 }
 
-/// Answers one frame that [`admit`] accepted as `who`, and writes its audit line.
-pub async fn dispatch_admitted(
+/// The answer to an admitted request — GO_AWAY, else its handler's (an error mapped by
+/// [`error_response`]) — and its audit line.
+async fn respond(
     state: &Arc<State>,
     conn: &ConnCtx,
-    request: RemotingCommand,
-    who: Who,
-) -> Option<RemotingCommand> {
-    if request.is_response() {
-        debug!(peer = %conn.peer, opaque = request.opaque, "response received but no request matches; dropped");
-        return None;
-    }
-    let response = if state.is_shutting_down() && request.version > version::V5_3_1 {
+    request: &RemotingCommand,
+    who: &Who,
+) -> RemotingCommand {
+    let response = if going_away(state, request) {
         RemotingCommand::response(ResponseCode::GoAway, Some("please go away".to_owned()))
     } else {
-        let result = match request.request_code() {
-            C::PutKvConfig => kv::put(state, &request).await,
-            C::GetKvConfig => kv::get(state, &request),
-            C::DeleteKvConfig => kv::delete(state, &request).await,
-            C::GetKvlistByNamespace => kv::list_namespace(state, &request),
-            C::RegisterBroker => broker::register(state, conn, &request).await,
-            C::UnregisterBroker => broker::unregister(state, &request),
-            C::QueryDataVersion => broker::query_data_version(state, &request),
-            C::BrokerHeartbeat => broker::heartbeat(state, &request),
-            C::WipeWritePermOfBroker => broker::wipe_write_perm(state, &request),
-            C::AddWritePermOfBroker => broker::add_write_perm(state, &request),
-            C::GetBrokerMemberGroup => broker::member_group(state, &request),
-            C::GetRouteinfoByTopic => route::get_route(state, &request),
-            C::GetBrokerClusterInfo => route::cluster_info(state),
-            C::GetAllTopicListFromNameserver => topic::all_topics(state),
-            C::DeleteTopicInNamesrv => topic::delete_topic(state, &request),
-            C::RegisterTopicInNamesrv => topic::register_topic(state, &request),
-            C::GetTopicsByCluster => topic::topics_by_cluster(state, &request),
-            C::GetSystemTopicListFromNs => topic::system_topics(state),
-            C::GetUnitTopicList => topic::unit_topics(state, topic::UnitKind::Unit),
-            C::GetHasUnitSubTopicList => topic::unit_topics(state, topic::UnitKind::HasUnitSub),
-            C::GetHasUnitSubUnunitTopicList => {
-                topic::unit_topics(state, topic::UnitKind::HasUnitSubNotUnit)
-            }
-            C::UpdateNamesrvConfig => config::update(state, &request).await,
-            C::GetNamesrvConfig => config::get(state),
-            // Notifications the nameserver sends, and the controller's codes (served on the
-            // controller's own port, as in Java).
-            _ => Err(HandlerError::NotSupported(request.code)),
-        };
-        result.unwrap_or_else(|e| error_response(&request, e))
+        handle(state, conn, request).await.unwrap_or_else(|e| error_response(request, e))
     };
-    audit(&who, conn, &request, (!request.is_oneway()).then_some(response.code));
-    if request.is_oneway() {
-        return None;
+    audit(who, conn, request, (!request.is_oneway()).then_some(response.code));
+    response
+}
+
+/// Request code → handler, one line per code.
+async fn handle(state: &Arc<State>, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+    match request.request_code() {
+        C::PutKvConfig => kv::put(state, request).await,
+        C::GetKvConfig => kv::get(state, request),
+        C::DeleteKvConfig => kv::delete(state, request).await,
+        C::GetKvlistByNamespace => kv::list_namespace(state, request),
+        C::RegisterBroker => broker::register(state, conn, request).await,
+        C::UnregisterBroker => broker::unregister(state, request),
+        C::QueryDataVersion => broker::query_data_version(state, request),
+        C::BrokerHeartbeat => broker::heartbeat(state, request),
+        C::WipeWritePermOfBroker => broker::wipe_write_perm(state, request),
+        C::AddWritePermOfBroker => broker::add_write_perm(state, request),
+        C::GetBrokerMemberGroup => broker::member_group(state, request),
+        C::GetRouteinfoByTopic => route::get_route(state, request),
+        C::GetBrokerClusterInfo => route::cluster_info(state),
+        C::GetAllTopicListFromNameserver => topic::all_topics(state),
+        C::DeleteTopicInNamesrv => topic::delete_topic(state, request),
+        C::RegisterTopicInNamesrv => topic::register_topic(state, request),
+        C::GetTopicsByCluster => topic::topics_by_cluster(state, request),
+        C::GetSystemTopicListFromNs => topic::system_topics(state),
+        C::GetUnitTopicList => topic::unit_topics(state, topic::UnitKind::Unit),
+        C::GetHasUnitSubTopicList => topic::unit_topics(state, topic::UnitKind::HasUnitSub),
+        C::GetHasUnitSubUnunitTopicList => {
+            topic::unit_topics(state, topic::UnitKind::HasUnitSubNotUnit)
+        }
+        C::UpdateNamesrvConfig => config::update(state, request).await,
+        C::GetNamesrvConfig => config::get(state),
+        // Notifications the nameserver sends, and the controller's codes (served on the
+        // controller's own port, as in Java).
+        _ => Err(HandlerError::NotSupported(request.code)),
     }
-    let mut response = response.respond_to(&request);
+}
+
+/// Appends `response`, finished as the answer to `request` (its opaque echoed, the response
+/// flag, the server's header serialization), to `out`; nothing for a oneway request.
+fn finish(
+    state: &State,
+    request: &RemotingCommand,
+    response: RemotingCommand,
+    out: &mut BytesMut,
+) -> Result<RequestResult, FrameError> {
+    if request.is_oneway() {
+        return Ok(RequestResult::Oneway);
+    }
+    let mut response = response.respond_to(request);
     response.serialize_type = state.serialize_type();
-    Some(response)
+    remoting::frame::encode_into(&response, out)?;
+    Ok(RequestResult::Answered(response.code))
 }
 
 /// The audit line of an accepted request (written only for requests that change state): what
@@ -166,28 +189,169 @@ fn config_keys(request: &RemotingCommand) -> String {
 
 /// The only mapping from an error to the wire.
 fn error_response(request: &RemotingCommand, error: HandlerError) -> RemotingCommand {
-    match error {
-        HandlerError::System(remark) => {
+    use {HandlerError as E, ResponseCode as R};
+    // Last, whether Java's answer carries its response header, no field set: `"extFields":{}`.
+    let (code, remark, empty_header) = match error {
+        E::System(remark) => {
             warn!(code = request.code, %remark, "request failed");
-            RemotingCommand::response(ResponseCode::SystemError, Some(remark))
+            (R::SystemError, Some(remark), false)
         }
-        HandlerError::SystemNoRemark => RemotingCommand::response(ResponseCode::SystemError, None),
-        HandlerError::NotSupported(code) => {
+        E::SystemNoRemark => (R::SystemError, None, false),
+        E::NotSupported(code) => {
             warn!(code, "request type not supported");
-            RemotingCommand::response(
-                ResponseCode::RequestCodeNotSupported,
-                Some(format!(" request type {code} not supported")),
-            )
+            (R::RequestCodeNotSupported, Some(format!(" request type {code} not supported")), false)
         }
-        HandlerError::Refused(refusal) => {
-            RemotingCommand::response(ResponseCode::NoPermission, Some(refusal.to_string()))
-        }
+        E::Refused(refusal) => (R::NoPermission, Some(refusal.to_string()), false),
+        E::NotPermitted(remark) => (R::NoPermission, Some(remark.to_owned()), false),
+        E::Capped(remark) => (R::SystemError, Some(remark), true),
+        E::RegisterFailed(remark) => (R::SystemError, Some(remark.to_owned()), true),
+        E::TopicNotExist(remark) => (R::TopicNotExist, Some(remark), false),
+        E::NotFound(remark) => (R::QueryNotFound, Some(remark), false),
+        E::ValueNotFound(remark) => (R::QueryNotFound, Some(remark), true),
+    };
+    let response = RemotingCommand::response(code, remark);
+    if empty_header {
+        return response.with_ext_fields(ExtFields::default());
     }
+    response
 }
 
 #[cfg(test)]
 mod tests {
+    use remoting::body::{to_legacy_json, DataVersion, RegisterBrokerBody, TopicConfig};
+    use remoting::SerializeType;
+
     use super::*;
+    use crate::config::Config;
+
+    fn state_with(dir: &tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Arc<State> {
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        let mut config = Config {
+            kv_config_path: path("kvConfig.json"),
+            config_store_path: path("namesrv.properties"),
+            ..Config::default()
+        };
+        adjust(&mut config);
+        crate::build_state(config, None).expect("state")
+    }
+
+    fn ctx() -> ConnCtx {
+        ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default())
+    }
+
+    /// A 5.x master registering these topics (8 queues each), through [`answer`].
+    async fn register(state: &Arc<State>, topics: &[&str]) {
+        let mut body = RegisterBrokerBody::default();
+        let wrapper = &mut body.topic_config_serialize_wrapper;
+        wrapper.data_version =
+            DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 };
+        for topic in topics {
+            let mut config = TopicConfig::named(*topic);
+            (config.read_queue_nums, config.write_queue_nums) = (8, 8);
+            wrapper.topic_config_table.insert((*topic).to_owned(), config);
+        }
+        let ext = [
+            ("brokerName", "broker-a"),
+            ("brokerAddr", "192.168.0.47:10911"),
+            ("clusterName", "DefaultCluster"),
+            ("haServerAddr", "192.168.0.47:10912"),
+            ("brokerId", "0"),
+            ("enableActingMaster", "false"),
+            ("compressed", "false"),
+        ];
+        let mut request = RemotingCommand::request(C::RegisterBroker);
+        request.ext_fields = Some(ext.into_iter().collect());
+        request.body = Some(to_legacy_json(&body).into());
+        let (mut out, mut pending) = (BytesMut::new(), Pending::default());
+        let result = answer(state, &ctx(), request, &mut out, &mut pending).await;
+        assert_eq!(result.expect("encoded"), RequestResult::Answered(SUCCESS));
+    }
+
+    fn route_request(ext: &[(&str, &str)], version: i32, opaque: i32) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(C::GetRouteinfoByTopic);
+        if !ext.is_empty() {
+            cmd.ext_fields = Some(ext.iter().copied().collect());
+        }
+        cmd.version = version;
+        cmd.opaque = opaque;
+        cmd
+    }
+
+    /// The bytes the general path (the handler, then [`finish`]) writes for `request`.
+    async fn general(state: &Arc<State>, request: &RemotingCommand) -> BytesMut {
+        let response = respond(state, &ctx(), request, &Who::Anonymous).await;
+        let mut out = BytesMut::new();
+        finish(state, request, response, &mut out).expect("encoded");
+        out
+    }
+
+    fn in_place_into(state: &State, request: &RemotingCommand, out: &mut BytesMut) -> bool {
+        in_place(state, request, out, &mut Pending::default())
+    }
+
+    #[tokio::test]
+    async fn in_place_answers_equal_the_general_path() {
+        for serialize in [SerializeType::Json, SerializeType::RocketMq] {
+            let dir = tempfile::tempdir().expect("dir");
+            let state = state_with(&dir, |c| c.serialize_type = Some(serialize));
+            register(&state, &["TopicTest", "Other"]).await;
+            let cases = [
+                route_request(&[("topic", "TopicTest")], 479, 1),
+                route_request(&[("topic", "TopicTest")], 317, -7),
+                route_request(&[("topic", "Other"), ("acceptStandardJsonOnly", "TRUE")], 317, 9),
+                route_request(
+                    &[("topic", "Other"), ("acceptStandardJsonOnly", "no")],
+                    100,
+                    i32::MAX,
+                ),
+            ];
+            for (i, request) in cases.iter().enumerate() {
+                let mut fast = BytesMut::from(&b"earlier"[..]);
+                assert!(
+                    in_place_into(&state, request, &mut fast),
+                    "{serialize:?} case {i} answered"
+                );
+                assert_eq!(&fast[..7], b"earlier", "appended");
+                assert_eq!(fast[7..], general(&state, request).await[..], "{serialize:?} case {i}");
+            }
+            assert_eq!(state.serialize_type(), serialize);
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_needing_more_than_the_cached_route_are_declined() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = state_with(&dir, |_| {});
+        register(&state, &["TopicTest", "Other"]).await;
+        let mut oneway = route_request(&[("topic", "TopicTest")], 479, 1);
+        oneway.set_oneway(true);
+        let mut response = route_request(&[("topic", "TopicTest")], 479, 1);
+        response.flag = 1;
+        let declined = [
+            route_request(&[("topic", "Nope")], 479, 1),
+            route_request(&[], 479, 1),
+            route_request(
+                &[("topic", "TopicTest"), ("__ZONE_MODE", "true"), ("__ZONE_NAME", "z")],
+                479,
+                1,
+            ),
+            oneway,
+            response,
+        ];
+        for request in &declined {
+            let mut out = BytesMut::new();
+            assert!(!in_place_into(&state, request, &mut out), "{request:?}");
+            assert!(out.is_empty());
+        }
+        let ordered = {
+            let dir2 = tempfile::tempdir().expect("dir");
+            let s = state_with(&dir2, |c| c.order_message_enable = true);
+            register(&s, &["TopicTest", "Other"]).await;
+            let mut out = BytesMut::new();
+            in_place_into(&s, &route_request(&[("topic", "TopicTest")], 479, 1), &mut out)
+        };
+        assert!(!ordered, "orderMessageEnable adds the KV order config: general path");
+    }
 
     #[test]
     fn config_keys_name_the_keys_and_never_the_values() {

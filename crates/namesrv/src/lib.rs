@@ -6,11 +6,11 @@
 //! `transport`, the access-control gate is `acl`'s; what wires them together with the HTTP
 //! surface and the embedded controller (`run(listeners, config, shutdown)`) is `crates/daemon`.
 mod background;
-pub mod codec;
+pub(crate) mod codec;
 pub mod config;
-pub mod dispatch;
+pub(crate) mod dispatch;
 pub mod events;
-pub mod handler;
+pub(crate) mod handler;
 pub mod kv;
 pub mod lane;
 pub mod limits;
@@ -52,9 +52,9 @@ pub fn build_state(config: Config, auth: Option<Arc<acl::Auth>>) -> Result<Arc<S
     );
     let kv = kv::KvStore::load(&config.kv_config_path)?;
     let mut state = State::new(Arc::new(SharedConfig::new(config)), kv);
-    state.auth = auth;
+    state.access.auth = auth;
     let state = Arc::new(state);
-    if let Some(file) = &state.route_snapshot {
+    if let Some(file) = &state.work.route_snapshot {
         file.restore(&state.routes, state.now_ms());
     }
     Ok(state)

@@ -24,7 +24,7 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::metrics::clock::{RequestClock, Stamp};
-use crate::metrics::{ConnKind, Pending, RequestResult};
+use crate::metrics::{ConnKind, Pending};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
 use transport::TlsContext;
@@ -141,8 +141,8 @@ async fn stop_the_rest(state: &Arc<State>, background: Vec<tokio::task::JoinHand
         warn!(error = %e, "KV journal not compacted at shutdown; it is replayed at the next start");
     }
     let lane_state = Arc::clone(state);
-    let _ = tokio::task::spawn_blocking(move || lane_state.register_lane.stop()).await;
-    state.events.close();
+    let _ = tokio::task::spawn_blocking(move || lane_state.work.lane.stop()).await;
+    state.sinks.events.close();
 }
 
 /// A place for a new connection under `serverMaxConnections`; `None` (the connection is then
@@ -172,7 +172,7 @@ async fn accept_one(
         debug!(%peer, error = %e, "set_nodelay failed");
     }
     let (id, close) = state.open_connection();
-    let preface = if state.trusted_proxies.matches(peer.ip()) {
+    let preface = if state.access.trusted_proxies.matches(peer.ip()) {
         transport::Preface::Honoured
     } else {
         transport::Preface::Refused
@@ -181,7 +181,7 @@ async fn accept_one(
     let negotiated = transport::accept(tcp, peer, preface, &tls, idle, handshake);
     match negotiated.await {
         Ok(negotiated) => {
-            let metrics = &state.metrics;
+            let metrics = &state.sinks.metrics;
             let kind = ConnKind { tls: negotiated.tls, proxied: negotiated.proxied };
             metrics.connection_opened(kind);
             let ctx = ConnCtx {
@@ -194,10 +194,10 @@ async fn accept_one(
                 .then(|| (metrics.received_bytes.clone(), metrics.sent_bytes.clone()));
             let stream = transport::Fair::new(transport::Counted::new(negotiated.stream, counters));
             serve_connection(&state, stream, &ctx, shutdown).await;
-            state.metrics.connection_closed(kind);
+            state.sinks.metrics.connection_closed(kind);
         }
         Err(e) => {
-            state.metrics.connection_refused(e.reason());
+            state.sinks.metrics.connection_refused(e.reason());
             if matches!(e, transport::TransportError::UntrustedProxy) {
                 if let Some(since) = state.limits.untrusted_proxy.due(state.uptime_ms()) {
                     warn!(
@@ -213,11 +213,11 @@ async fn accept_one(
     state.connection_closed(id);
 }
 
-/// Reads, dispatches and answers frames on one connection until EOF, a decode error, the idle
-/// timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that leaves
-/// more answers unread than the caps allow, or shutdown (after answering everything already
-/// received).
-pub async fn serve_connection<S>(
+/// Reads frames on one connection and has `dispatch` answer them, until EOF, a decode error,
+/// the idle timeout, a frame that takes longer than `serverFrameTimeoutSeconds`, a client that
+/// leaves more answers unread than the caps allow, or shutdown (after answering everything
+/// already received).
+pub(crate) async fn serve_connection<S>(
     state: &Arc<State>,
     stream: S,
     ctx: &ConnCtx,
@@ -225,44 +225,28 @@ pub async fn serve_connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Send + Unpin,
 {
-    // One task owns the whole stream (no split halves to synchronise): read what is there,
-    // answer it, flush once per batch.
-    let mut framed = Framed::new(stream, ServerCodec::new(state));
-    // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
-    // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two writes).
-    framed.set_backpressure_boundary(WRITE_BATCH);
-    let clock = Clock::new(state);
+    let mut conn = Connection::new(state, stream, ctx);
     // One long-lived timer for the idle and frame deadlines, re-armed only when it fires (not
     // once per request).
-    let timer = tokio::time::sleep_until(clock.next_deadline(Instant::now(), Instant::now(), None));
+    let now = Instant::now();
+    let timer = tokio::time::sleep_until(conn.clock.next_deadline(now, now, None));
     tokio::pin!(timer);
     let mut draining = shutdown.is_shutdown();
-    let mut large_frames = LargeFrames::default();
     // False once a write failed or a cap closed the connection: nothing more is written.
     let mut writable = true;
-    // Request timing (metricsEnable): a request's time starts where the previous answer of
-    // the batch ended (one clock read per request), or when it is taken up after a wait.
-    let timing = state.metrics.enabled();
-    let request_clock = RequestClock::current();
-    let mut mark: Option<Stamp> = None;
-    // This connection's recordings not yet added to the shared counters: applied before every
-    // flush, so no answer leaves before its request is counted.
-    let mut pending = Pending::default();
-    let requests = &state.metrics.requests;
     loop {
-        let next = match framed.next().now_or_never() {
+        let next = match conn.framed.next().now_or_never() {
             Some(item) => item,
             None => {
-                mark = None;
-                state.metrics.apply(&mut pending);
-                if flush(&mut framed, state, ctx, &clock).await.is_err() {
+                conn.mark = None;
+                if conn.flush().await.is_err() {
                     writable = false;
                     break;
                 }
                 if draining {
                     break;
                 }
-                match wait(&mut framed, state, timer.as_mut(), &clock, &mut shutdown, ctx).await {
+                match conn.wait(timer.as_mut(), &mut shutdown).await {
                     Wake::Frame(item) => item,
                     Wake::Drain => {
                         draining = true;
@@ -279,72 +263,218 @@ pub async fn serve_connection<S>(
                 break;
             }
             Some(Ok(request)) => {
-                let started = timing.then(|| mark.unwrap_or_else(|| request_clock.now()));
-                let (code, counted) = (request.code, !request.is_response());
-                if framed.read_buffer().capacity() - framed.read_buffer().len() < READ_ROOM / 2 {
-                    // Room for the next batch in one read (tokio-util reserves a single byte,
-                    // so reads into the tail of a nearly full buffer came in small pieces).
-                    framed.read_buffer_mut().reserve(READ_ROOM);
-                }
-                let large = request.body_bytes().len() > READ_BUFFER_KEEP;
-                if framed.write_buffer().len() >= WRITE_BATCH {
-                    state.metrics.apply(&mut pending);
-                    if flush(&mut framed, state, ctx, &clock).await.is_err() {
-                        writable = false;
-                        break;
-                    }
-                }
-                // `None`: answered in place (GET_ROUTEINFO_BY_TOPIC, after access control).
-                let answer = if request.code == ROUTE_CODE {
-                    match dispatch::admit(state, ctx, &request) {
-                        Ok(who) => {
-                            if crate::handler::route::write_route(
-                                state,
-                                &request,
-                                framed.write_buffer_mut(),
-                                |hit| pending.route_cache_lookup(timing, hit),
-                            ) {
-                                None
-                            } else {
-                                Some(dispatch::dispatch_admitted(state, ctx, request, who).await)
-                            }
-                        }
-                        Err(refused) => Some(dispatch::finish(state, &request, refused)),
-                    }
-                } else {
-                    Some(dispatch::dispatch(state, ctx, request).await)
-                };
-                let result = match answer {
-                    None => RequestResult::Answered(SUCCESS),
-                    Some(Some(response)) => {
-                        let code = response.code;
-                        // Below the backpressure boundary (flushed above), so `feed` only encodes.
-                        if let Err(e) = framed.feed(response).await {
-                            debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-                            writable = false;
-                            break;
-                        }
-                        RequestResult::Answered(code)
-                    }
-                    Some(None) => RequestResult::Oneway,
-                };
-                if let Some(started) = started {
-                    if counted {
-                        let now = request_clock.now();
-                        let ns = request_clock.nanos_between(started, now);
-                        requests.record_pending(&mut pending.requests, code, result, ns);
-                        mark = Some(now);
-                    }
-                }
-                if large && large_frames.handled(Instant::now()) {
-                    shrink_read_buffer(framed.read_buffer_mut());
+                if conn.handle(request).await.is_err() {
+                    writable = false;
+                    break;
                 }
             }
         }
     }
-    state.metrics.apply(&mut pending);
-    if writable {
-        let _ = flush(&mut framed, state, ctx, &clock).await;
+    conn.close(writable).await;
+}
+
+/// One connection being served: its frames, deadlines, read-buffer policy, and request
+/// timing with the recordings not yet added to the shared counters.
+struct Connection<'a, S> {
+    state: &'a Arc<State>,
+    ctx: &'a ConnCtx,
+    framed: Framed<S, ServerCodec>,
+    clock: Clock,
+    large_frames: LargeFrames,
+    /// Request timing (metricsEnable): a request's time starts where the previous answer of
+    /// the batch ended (one clock read per request), or when it is taken up after a wait.
+    timing: bool,
+    request_clock: RequestClock,
+    mark: Option<Stamp>,
+    /// This connection's recordings not yet added to the shared counters: applied before
+    /// every flush, so no answer leaves before its request is counted.
+    pending: Pending,
+}
+
+impl<'a, S> Connection<'a, S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin,
+{
+    fn new(state: &'a Arc<State>, stream: S, ctx: &'a ConnCtx) -> Self {
+        // One task owns the whole stream (no split halves to synchronise): read what is there,
+        // answer it, flush once per batch.
+        let mut framed = Framed::new(stream, ServerCodec::new(state));
+        // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
+        // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two
+        // writes).
+        framed.set_backpressure_boundary(WRITE_BATCH);
+        Self {
+            state,
+            ctx,
+            framed,
+            clock: Clock::new(state),
+            large_frames: LargeFrames::default(),
+            timing: state.sinks.metrics.enabled(),
+            request_clock: RequestClock::current(),
+            mark: None,
+            pending: Pending::default(),
+        }
+    }
+
+    /// Answers one request (`dispatch::answer`, straight into the write buffer) and records
+    /// it once; `Err` when the connection is to be closed (a write failed, or a cap).
+    async fn handle(&mut self, request: RemotingCommand) -> Result<(), ()> {
+        let started = self.timing.then(|| self.mark.unwrap_or_else(|| self.request_clock.now()));
+        let (code, counted) = (request.code, !request.is_response());
+        let read = self.framed.read_buffer_mut();
+        if read.capacity() - read.len() < READ_ROOM / 2 {
+            // Room for the next batch in one read (tokio-util reserves a single byte, so reads
+            // into the tail of a nearly full buffer came in small pieces).
+            read.reserve(READ_ROOM);
+        }
+        let large = request.body_bytes().len() > READ_BUFFER_KEEP;
+        if self.framed.write_buffer().len() >= WRITE_BATCH {
+            self.flush().await?;
+        }
+        // Below the backpressure boundary (flushed above), so answering only encodes.
+        let out = self.framed.write_buffer_mut();
+        let result = dispatch::answer(self.state, self.ctx, request, out, &mut self.pending)
+            .await
+            .map_err(|e| debug!(peer = %self.ctx.peer, error = %e, "write failed; closing"))?;
+        if let (Some(started), true) = (started, counted) {
+            let now = self.request_clock.now();
+            let ns = self.request_clock.nanos_between(started, now);
+            let requests = &self.state.sinks.metrics.requests;
+            requests.record_pending(&mut self.pending.requests, code, result, ns);
+            self.mark = Some(now);
+        }
+        if large && self.large_frames.handled(Instant::now()) {
+            shrink_read_buffer(self.framed.read_buffer_mut());
+        }
+        Ok(())
+    }
+
+    /// Adds the pending recordings to the shared counters, then writes out the answers in the
+    /// write buffer. When the client does not take them at once, what waits is held to the
+    /// caps ([`Connection::hold_unread`]) and must be taken within the idle timeout; `Err`
+    /// (the connection is to be closed) when a cap is passed or the write fails.
+    async fn flush(&mut self) -> Result<(), ()> {
+        self.state.sinks.metrics.apply(&mut self.pending);
+        let peer = self.ctx.peer;
+        let failed = |e: ServerFrameError| debug!(%peer, error = %e, "write failed; closing");
+        match SinkExt::<RemotingCommand>::flush(&mut self.framed).now_or_never() {
+            Some(done) => return done.map_err(failed),
+            None if self.framed.write_buffer().is_empty() => return Ok(()),
+            None => {}
+        }
+        let _held = self.hold_unread(self.framed.write_buffer().len() as u64)?;
+        let write = SinkExt::<RemotingCommand>::flush(&mut self.framed);
+        let Some(limit) = self.clock.idle else {
+            return write.await.map_err(failed);
+        };
+        match tokio::time::timeout(limit, write).await {
+            Ok(done) => done.map_err(failed),
+            Err(_) => {
+                self.state.limits.triggered(
+                    Cap::WriteTimeout,
+                    self.state.uptime_ms(),
+                    format_args!(
+                        "{peer} took no answer for {}s; closed (serverChannelMaxIdleTimeSeconds)",
+                        limit.as_secs()
+                    ),
+                );
+                Err(())
+            }
+        }
+    }
+
+    /// Holds `waiting` bytes of answers the client has not taken yet against
+    /// `serverConnectionMaxPendingResponseBytes` and the server-wide
+    /// `serverMaxPendingResponseBytes` until the guard drops; `Err` when either is passed.
+    fn hold_unread(&self, waiting: u64) -> Result<Held, ()> {
+        let (state, peer) = (self.state, self.ctx.peer);
+        let config = state.config.load();
+        let per_conn =
+            u64::try_from(config.server_connection_max_pending_response_bytes).unwrap_or(0);
+        if waiting > per_conn {
+            state.limits.triggered(
+                Cap::ConnectionResponseBytes,
+                state.uptime_ms(),
+                format_args!(
+                    "{peer} left {waiting} bytes of answers unread; closed \
+                     (serverConnectionMaxPendingResponseBytes {per_conn})"
+                ),
+            );
+            return Err(());
+        }
+        let all = u64::try_from(config.server_max_pending_response_bytes).unwrap_or(0);
+        let mut held = Held::new(&state.limits.pending_response_bytes);
+        if !held.set(waiting, all) {
+            state.limits.triggered(
+                Cap::PendingResponseBytes,
+                state.uptime_ms(),
+                format_args!(
+                    "{} bytes of answers wait for their readers; {peer} needing {waiting} closed \
+                     (serverMaxPendingResponseBytes {all})",
+                    state.limits.pending_response_bytes.used(),
+                ),
+            );
+            return Err(());
+        }
+        Ok(held)
+    }
+
+    /// Waits for the next frame, a deadline (idle: counted from now; frame: from its first
+    /// bytes), shutdown or a close request.
+    async fn wait(&mut self, mut timer: Pin<&mut Sleep>, shutdown: &mut Shutdown) -> Wake {
+        let (clock, peer) = (&self.clock, self.ctx.peer);
+        let quiet_since = Instant::now();
+        let due =
+            clock.next_deadline(quiet_since, quiet_since, self.framed.codec().frame_started());
+        if timer.deadline() > due {
+            // Armed for later than a deadline that counts from now (a frame timeout longer
+            // than the idle timeout): rare, so the common path touches no timer.
+            timer.as_mut().reset(due);
+        }
+        loop {
+            tokio::select! {
+                item = self.framed.next() => return Wake::Frame(item),
+                () = &mut timer => {
+                    let now = Instant::now();
+                    let started = self.framed.codec().frame_started();
+                    if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
+                        info!(%peer, "connection idle; closing");
+                        return Wake::Close;
+                    }
+                    if let (Some(limit), Some(started)) = (clock.frame, started) {
+                        if now >= started + limit {
+                            self.state.limits.triggered(
+                                Cap::FrameTimeout,
+                                self.state.uptime_ms(),
+                                format_args!(
+                                    "{peer} sent {} bytes of a frame in {}s; closed \
+                                     (serverFrameTimeoutSeconds)",
+                                    self.framed.read_buffer().len(),
+                                    limit.as_secs()
+                                ),
+                            );
+                            return Wake::Close;
+                        }
+                    }
+                    timer.as_mut().reset(clock.next_deadline(now, quiet_since, started));
+                }
+                () = shutdown.recv() => return Wake::Drain,
+                () = self.ctx.close.notified() => {
+                    info!(%peer, "closing the connection of an expired broker");
+                    return Wake::Close;
+                }
+            }
+        }
+    }
+
+    /// The connection ends: its recordings are added to the shared counters and, unless a
+    /// write failed or a cap closed it, its last answers written out.
+    async fn close(mut self, writable: bool) {
+        if writable {
+            let _ = self.flush().await;
+        } else {
+            self.state.sinks.metrics.apply(&mut self.pending);
+        }
     }
 }
 
@@ -377,83 +507,6 @@ impl Clock {
         idle.into_iter().chain(frame).min().unwrap_or(now + NEVER)
     }
 }
-
-/// Writes out the answers in the write buffer. When the client does not take them at once,
-/// what waits counts against `serverConnectionMaxPendingResponseBytes` and the server-wide
-/// `serverMaxPendingResponseBytes`, and must be taken within the idle timeout; `Err` (the
-/// connection is to be closed) when a cap is passed or the write fails.
-async fn flush<S>(
-    framed: &mut Framed<S, ServerCodec>,
-    state: &State,
-    ctx: &ConnCtx,
-    clock: &Clock,
-) -> Result<(), ()>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let failed =
-        |e: ServerFrameError| debug!(peer = %ctx.peer, error = %e, "write failed; closing");
-    match SinkExt::<RemotingCommand>::flush(framed).now_or_never() {
-        Some(done) => return done.map_err(failed),
-        None if framed.write_buffer().is_empty() => return Ok(()),
-        None => {}
-    }
-    let waiting = framed.write_buffer().len() as u64;
-    let config = state.config.load();
-    let per_conn = u64::try_from(config.server_connection_max_pending_response_bytes).unwrap_or(0);
-    if waiting > per_conn {
-        state.limits.triggered(
-            Cap::ConnectionResponseBytes,
-            state.uptime_ms(),
-            format_args!(
-                "{} left {waiting} bytes of answers unread; closed \
-                 (serverConnectionMaxPendingResponseBytes {per_conn})",
-                ctx.peer
-            ),
-        );
-        return Err(());
-    }
-    let all = u64::try_from(config.server_max_pending_response_bytes).unwrap_or(0);
-    let mut held = Held::new(&state.limits.pending_response_bytes);
-    if !held.set(waiting, all) {
-        state.limits.triggered(
-            Cap::PendingResponseBytes,
-            state.uptime_ms(),
-            format_args!(
-                "{} bytes of answers wait for their readers; {} needing {waiting} closed \
-                 (serverMaxPendingResponseBytes {all})",
-                state.limits.pending_response_bytes.used(),
-                ctx.peer
-            ),
-        );
-        return Err(());
-    }
-    drop(config);
-    let write = SinkExt::<RemotingCommand>::flush(framed);
-    let Some(limit) = clock.idle else {
-        return write.await.map_err(failed);
-    };
-    match tokio::time::timeout(limit, write).await {
-        Ok(done) => done.map_err(failed),
-        Err(_) => {
-            state.limits.triggered(
-                Cap::WriteTimeout,
-                state.uptime_ms(),
-                format_args!(
-                    "{} took no answer for {}s; closed (serverChannelMaxIdleTimeSeconds)",
-                    ctx.peer,
-                    limit.as_secs()
-                ),
-            );
-            Err(())
-        }
-    }
-}
-
-/// GET_ROUTEINFO_BY_TOPIC, answered in place when it can be (see `handler::route::write_route`).
-const ROUTE_CODE: i32 = remoting::RequestCode::GetRouteinfoByTopic.to_i32();
-
-const SUCCESS: i32 = remoting::ResponseCode::Success.to_i32();
 
 /// See `set_backpressure_boundary` in [`serve_connection`].
 const WRITE_BATCH: usize = 64 * 1024;
@@ -503,63 +556,6 @@ enum Wake {
     Drain,
     /// Idle for `serverChannelMaxIdleTimeSeconds`, or closed by the server (expired broker).
     Close,
-}
-
-/// Waits for the next frame, a deadline (idle: counted from now; frame: from its first
-/// bytes), shutdown or a close request.
-async fn wait<S>(
-    framed: &mut Framed<S, ServerCodec>,
-    state: &State,
-    mut timer: Pin<&mut Sleep>,
-    clock: &Clock,
-    shutdown: &mut Shutdown,
-    ctx: &ConnCtx,
-) -> Wake
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let quiet_since = Instant::now();
-    let due = clock.next_deadline(quiet_since, quiet_since, framed.codec().frame_started());
-    if timer.deadline() > due {
-        // Armed for later than a deadline that counts from now (a frame timeout longer
-        // than the idle timeout): rare, so the common path touches no timer.
-        timer.as_mut().reset(due);
-    }
-    loop {
-        tokio::select! {
-            item = framed.next() => return Wake::Frame(item),
-            () = &mut timer => {
-                let now = Instant::now();
-                let started = framed.codec().frame_started();
-                if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
-                    info!(peer = %ctx.peer, "connection idle; closing");
-                    return Wake::Close;
-                }
-                if let (Some(limit), Some(started)) = (clock.frame, started) {
-                    if now >= started + limit {
-                        state.limits.triggered(
-                            Cap::FrameTimeout,
-                            state.uptime_ms(),
-                            format_args!(
-                                "{} sent {} bytes of a frame in {}s; closed \
-                                 (serverFrameTimeoutSeconds)",
-                                ctx.peer,
-                                framed.read_buffer().len(),
-                                limit.as_secs()
-                            ),
-                        );
-                        return Wake::Close;
-                    }
-                }
-                timer.as_mut().reset(clock.next_deadline(now, quiet_since, started));
-            }
-            () = shutdown.recv() => return Wake::Drain,
-            () = ctx.close.notified() => {
-                info!(peer = %ctx.peer, "closing the connection of an expired broker");
-                return Wake::Close;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -243,7 +243,7 @@ fn wall_ms() -> u64 {
 /// is waited for from the blocking pool (so tokio knows the server is busy, also under a
 /// paused test clock).
 async fn write(state: &Arc<State>, low_priority: bool) -> Option<std::io::Result<bool>> {
-    state.route_snapshot.as_ref()?;
+    state.work.route_snapshot.as_ref()?;
     let state = Arc::clone(state);
     tokio::task::spawn_blocking(move || {
         std::thread::Builder::new()
@@ -252,7 +252,7 @@ async fn write(state: &Arc<State>, low_priority: bool) -> Option<std::io::Result
                 if low_priority {
                     crate::lane::lower_priority(crate::lane::SNAPSHOT_NICE);
                 }
-                let file = state.route_snapshot.as_ref()?;
+                let file = state.work.route_snapshot.as_ref()?;
                 // Failures are logged (once per failing streak) and counted inside.
                 Some(file.write_if_changed(&state.routes, wall_ms()))
             })
@@ -282,7 +282,7 @@ pub async fn writer_loop(state: Arc<State>, mut shutdown: Shutdown) {
 
 /// The write at graceful shutdown, once the connections have drained.
 pub async fn write_final(state: &Arc<State>) {
-    let Some(file) = &state.route_snapshot else { return };
+    let Some(file) = &state.work.route_snapshot else { return };
     let path = file.path().display();
     // At normal priority: a busy machine must not hold up the shutdown.
     match write(state, false).await {

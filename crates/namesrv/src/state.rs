@@ -1,6 +1,9 @@
-//! The server's shared state: config, route tables, KV store, the unregistration queue, the
-//! access-control gate, the metrics and the readiness. One `Arc<State>` is shared by every connection,
-//! background task and HTTP request.
+//! The server's shared state, a handful of handles: the config, the route tables, the KV
+//! store, the caps (`limits`), access control (`access`), the sinks the core reports to
+//! (`sinks`: counters, events, broker versions) and the route work done off the request path
+//! (`work`); the server's life (clocks, readiness, shutdown) and its open connections sit
+//! behind methods. One `Arc<State>` is shared by every connection, background task and HTTP
+//! request. TLS is not here: `transport` negotiates it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -18,7 +21,7 @@ use crate::route::{ConnId, Routes, UnregisterRequest};
 
 /// One accepted connection, as handlers see it.
 #[derive(Debug, Clone)]
-pub struct ConnCtx {
+pub(crate) struct ConnCtx {
     /// The connection's identity, recorded with broker registrations (liveness fencing).
     pub id: ConnId,
     /// The client's address (from a trusted proxy's PROXY preface when there was one).
@@ -40,7 +43,7 @@ impl ConnCtx {
 }
 
 /// An unregistration waiting for the batch task, with why it was asked for.
-pub type QueuedUnregister = (UnregisterRequest, RemovalReason);
+pub(crate) type QueuedUnregister = (UnregisterRequest, RemovalReason);
 
 /// Where the server is in its life, as `/readyz` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,147 +64,185 @@ impl Readiness {
     }
 }
 
-/// Everything the handlers and background tasks share.
+/// Everything the handlers and background tasks share: a handful of handles (the config, the
+/// route tables, the KV store, the caps, access control, the sinks the core reports to, the
+/// route work done off the request path), and the server's life and connections behind
+/// methods.
 pub struct State {
     pub config: Arc<SharedConfig>,
     pub routes: Routes,
     pub kv: Arc<KvStore>,
-    /// The counters the server records (see `metrics/mod.rs`; `crates/ops` exposes them).
-    pub metrics: Metrics,
-    /// Recent changes, for the API and its live stream (see `events.rs`).
-    pub events: crate::events::Events,
-    /// The version each live broker registered with.
-    pub broker_versions: crate::versions::BrokerVersions,
-    /// The remoting listener's address, once serving (the address server's default answer).
-    remoting_addr: std::sync::OnceLock<SocketAddr>,
-    /// A [`Readiness`] as a byte.
-    readiness: AtomicU8,
+    /// The resource caps' shared counters and budgets.
+    pub limits: Arc<crate::limits::Limits>,
+    /// Who may connect and what they may ask.
+    pub access: Access,
+    /// What the core reports to: counters, events, the versions brokers registered with.
+    pub sinks: Sinks,
+    /// Route work done off the request path: the unregistration queue, the registration lane,
+    /// the route snapshot file.
+    pub work: Work,
+    life: Life,
+    conns: Connections,
+}
+
+/// Who may connect and what they may ask.
+pub struct Access {
     /// Access control; `None` when `authenticationEnabled` is off (every request accepted).
     pub auth: Option<Arc<acl::Auth>>,
     /// The TCP peers whose PROXY preface is honoured (`proxyProtocolTrustedAddresses`, read at
     /// start).
     pub trusted_proxies: acl::AddrList,
+}
+
+/// What the core reports to; `crates/ops` reads them.
+pub struct Sinks {
+    /// The counters the server records (see `metrics/mod.rs`; `crates/ops` exposes them).
+    pub metrics: Metrics,
+    /// Recent changes, for the API and its live stream (see `events.rs`).
+    pub events: crate::events::Events,
+    /// The version each live broker registered with.
+    pub versions: crate::versions::BrokerVersions,
+}
+
+/// Route work done off the request path.
+pub struct Work {
     unregister_tx: mpsc::Sender<QueuedUnregister>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
+    /// Where large registrations are decoded and applied: one thread per core but one (at
+    /// least one), at a lower priority than the route reads.
+    pub(crate) lane: crate::lane::Lane,
+    /// The route snapshot file, when `routeSnapshotEnable` is on.
+    pub route_snapshot: Option<crate::snapshot::SnapshotFile>,
+}
+
+/// Where the server is in its life, and its clocks.
+struct Life {
     started: tokio::time::Instant,
     /// Wall-clock milliseconds at `started`, so `now_ms` reads like Java's clock but never jumps.
     started_wall_ms: u64,
+    /// A [`Readiness`] as a byte.
+    readiness: AtomicU8,
     shutting_down: AtomicBool,
-    next_conn: AtomicU64,
-    /// Open connections, so an expired broker's connection can be closed (Java does).
-    conns: parking_lot::Mutex<std::collections::HashMap<ConnId, Arc<tokio::sync::Notify>>>,
-    serialize_type: SerializeType,
-    /// Where large registrations are decoded and applied: one thread per core but one (at
-    /// least one), at a lower priority than the route reads.
-    pub(crate) register_lane: crate::lane::Lane,
-    /// The resource caps' shared counters and budgets.
-    pub limits: Arc<crate::limits::Limits>,
-    /// The route snapshot file, when `routeSnapshotEnable` is on.
-    pub route_snapshot: Option<crate::snapshot::SnapshotFile>,
     /// Set once shutdown begins: connections closing from then on leave their brokers' routes
     /// in place (for the final snapshot).
     stopping: AtomicBool,
+    /// The remoting listener's address, once serving (the address server's default answer).
+    remoting_addr: std::sync::OnceLock<SocketAddr>,
+}
+
+/// The open connections, and how they are answered.
+struct Connections {
+    next: AtomicU64,
+    /// Open connections, so an expired broker's connection can be closed (Java does).
+    open: parking_lot::Mutex<std::collections::HashMap<ConnId, Arc<tokio::sync::Notify>>>,
+    serialize_type: SerializeType,
 }
 
 impl State {
-    /// Builds the state from a validated config and an already loaded KV store.
+    /// Builds the state from a validated config and an already loaded KV store (access
+    /// control off: set `access.auth` to turn it on).
     pub fn new(config: Arc<SharedConfig>, kv: KvStore) -> Self {
         let snapshot = config.snapshot();
         let capacity =
             usize::try_from(snapshot.un_register_broker_queue_capacity).unwrap_or(1).max(1);
         let (unregister_tx, unregister_rx) = mpsc::channel(capacity);
+        let threads =
+            std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
         Self {
-            serialize_type: snapshot.effective_serialize_type(),
-            config,
             routes: Routes::new(),
             kv: Arc::new(kv),
-            metrics: Metrics::new(snapshot.metrics_enable),
-            events: crate::events::Events::default(),
-            broker_versions: crate::versions::BrokerVersions::default(),
-            remoting_addr: std::sync::OnceLock::new(),
-            readiness: AtomicU8::new(Readiness::Starting as u8),
-            auth: None,
-            trusted_proxies: snapshot.trusted_proxies(),
-            unregister_tx,
-            unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
-            started: tokio::time::Instant::now(),
-            started_wall_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            shutting_down: AtomicBool::new(false),
-            next_conn: AtomicU64::new(1),
-            conns: parking_lot::Mutex::new(std::collections::HashMap::new()),
             limits: Arc::default(),
-            route_snapshot: snapshot
-                .route_snapshot_enable
-                .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),
-            stopping: AtomicBool::new(false),
-            register_lane: crate::lane::Lane::new(
-                std::thread::available_parallelism()
-                    .map_or(1, |n| n.get().saturating_sub(1).max(1)),
-                crate::lane::LANE_NICE,
-            ),
+            access: Access { auth: None, trusted_proxies: snapshot.trusted_proxies() },
+            sinks: Sinks {
+                metrics: Metrics::new(snapshot.metrics_enable),
+                events: crate::events::Events::default(),
+                versions: crate::versions::BrokerVersions::default(),
+            },
+            work: Work {
+                unregister_tx,
+                unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
+                lane: crate::lane::Lane::new(threads, crate::lane::LANE_NICE),
+                route_snapshot: snapshot
+                    .route_snapshot_enable
+                    .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),
+            },
+            life: Life {
+                started: tokio::time::Instant::now(),
+                started_wall_ms: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                readiness: AtomicU8::new(Readiness::Starting as u8),
+                shutting_down: AtomicBool::new(false),
+                stopping: AtomicBool::new(false),
+                remoting_addr: std::sync::OnceLock::new(),
+            },
+            conns: Connections {
+                next: AtomicU64::new(1),
+                open: parking_lot::Mutex::new(std::collections::HashMap::new()),
+                serialize_type: snapshot.effective_serialize_type(),
+            },
+            config,
         }
     }
 
     /// The liveness clock in milliseconds: wall-clock time at start plus monotonic (tokio) time
     /// since, so a wall-clock step never expires brokers and tests can pause time.
     pub fn now_ms(&self) -> u64 {
-        self.started_wall_ms + self.started.elapsed().as_millis() as u64
+        self.life.started_wall_ms + self.life.started.elapsed().as_millis() as u64
     }
 
     /// Time since the server state was built (Java: since the route processor was created).
     pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
+        self.life.started.elapsed()
     }
 
     /// [`State::uptime`] in milliseconds (a monotonic clock for rate limits).
-    pub fn uptime_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    pub(crate) fn uptime_ms(&self) -> u64 {
+        u64::try_from(self.life.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The header serialization of every response (Java `rocketmq.serialize.type`, default JSON).
     pub fn serialize_type(&self) -> SerializeType {
-        self.serialize_type
+        self.conns.serialize_type
     }
 
     /// Registers a new connection: its id, and the signal that asks it to close.
     pub(crate) fn open_connection(&self) -> (ConnId, Arc<tokio::sync::Notify>) {
-        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let id = self.conns.next.fetch_add(1, Ordering::Relaxed);
         let close = Arc::new(tokio::sync::Notify::new());
-        self.conns.lock().insert(id, Arc::clone(&close));
+        self.conns.open.lock().insert(id, Arc::clone(&close));
         (id, close)
     }
 
     /// Asks connection `id` to close (a no-op when it already has).
     pub(crate) fn close_connection(&self, id: ConnId) {
-        if let Some(close) = self.conns.lock().get(&id) {
+        if let Some(close) = self.conns.open.lock().get(&id) {
             close.notify_one();
         }
     }
 
     /// The number of open connections.
     pub fn connection_count(&self) -> usize {
-        self.conns.lock().len()
+        self.conns.open.lock().len()
     }
 
     /// True once shutdown has begun (new clients then get GO_AWAY).
-    pub fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::Relaxed)
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.life.shutting_down.load(Ordering::Relaxed)
     }
 
     pub(crate) fn set_shutting_down(&self) {
-        self.shutting_down.store(true, Ordering::Relaxed);
+        self.life.shutting_down.store(true, Ordering::Relaxed);
     }
 
     /// Marks the start of shutdown (see the `stopping` field).
     pub(crate) fn set_stopping(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
+        self.life.stopping.store(true, Ordering::Relaxed);
     }
 
     /// Whether the server is starting, serving or draining (`/readyz`).
     pub fn readiness(&self) -> Readiness {
-        match self.readiness.load(Ordering::Relaxed) {
+        match self.life.readiness.load(Ordering::Relaxed) {
             1 => Readiness::Ready,
             2 => Readiness::Draining,
             _ => Readiness::Starting,
@@ -209,40 +250,40 @@ impl State {
     }
 
     pub(crate) fn set_readiness(&self, readiness: Readiness) {
-        self.readiness.store(readiness as u8, Ordering::Relaxed);
+        self.life.readiness.store(readiness as u8, Ordering::Relaxed);
     }
 
     /// Records an event at the current liveness-clock time.
     pub fn event(&self, event: crate::events::NewEvent) {
-        self.events.record(event, self.now_ms());
+        self.sinks.events.record(event, self.now_ms());
     }
 
     /// The remoting listener's address (set when serving starts).
     pub fn remoting_addr(&self) -> Option<SocketAddr> {
-        self.remoting_addr.get().copied()
+        self.life.remoting_addr.get().copied()
     }
 
     /// Records the remoting listener's address (the first call wins): what the address server
     /// answers. `server::serve` records it; whoever serves HTTP beside it may record it first.
     pub fn set_remoting_addr(&self, addr: SocketAddr) {
-        let _ = self.remoting_addr.set(addr);
+        let _ = self.life.remoting_addr.set(addr);
     }
 
     /// Unregistrations queued and not yet applied.
     pub fn unregister_queue_len(&self) -> usize {
-        self.unregister_tx.max_capacity() - self.unregister_tx.capacity()
+        self.work.unregister_tx.max_capacity() - self.work.unregister_tx.capacity()
     }
 
     /// `serverChannelMaxIdleTimeSeconds` as a duration; `None` for 0, which never closes an
     /// idle connection (Java's `IdleStateHandler` with 0).
-    pub fn idle_timeout(&self) -> Option<Duration> {
+    pub(crate) fn idle_timeout(&self) -> Option<Duration> {
         let secs = self.config.load().server_channel_max_idle_time_seconds;
         let secs = u64::try_from(secs).unwrap_or(120);
         (secs > 0).then(|| Duration::from_secs(secs))
     }
 
     /// `Some(shutdownWaitTimeSeconds)` when `enableShutdownGracefully` is on.
-    pub fn graceful_shutdown_window(&self) -> Option<Duration> {
+    pub(crate) fn graceful_shutdown_window(&self) -> Option<Duration> {
         let config = self.config.load();
         config.enable_shutdown_gracefully.then(|| {
             Duration::from_secs(u64::try_from(config.shutdown_wait_time_seconds).unwrap_or(0))
@@ -251,8 +292,12 @@ impl State {
 
     /// Queues an unregistration for the batch task. `false` when the queue is full.
     /// Java: `RouteInfoManager#submitUnRegisterBrokerRequest`
-    pub fn submit_unregister(&self, request: UnregisterRequest, reason: RemovalReason) -> bool {
-        match self.unregister_tx.try_send((request, reason)) {
+    pub(crate) fn submit_unregister(
+        &self,
+        request: UnregisterRequest,
+        reason: RemovalReason,
+    ) -> bool {
+        match self.work.unregister_tx.try_send((request, reason)) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full((r, _))) => {
                 warn!(broker = %remoting::text::clip(&r.broker_addr), "unregistration queue full");
@@ -264,15 +309,15 @@ impl State {
 
     /// The receiving end of the unregistration queue, taken once by the batch task.
     pub(crate) fn take_unregister_rx(&self) -> Option<mpsc::Receiver<QueuedUnregister>> {
-        self.unregister_rx.lock().map_or(None, |mut rx| rx.take())
+        self.work.unregister_rx.lock().map_or(None, |mut rx| rx.take())
     }
 
     /// A connection ended: every broker registered over it is unregistered (fenced, so a
     /// registration made since on another connection survives).
     /// Java: `BrokerHousekeepingService#onChannelClose`
     pub(crate) fn connection_closed(&self, id: ConnId) {
-        self.conns.lock().remove(&id);
-        if self.stopping.load(Ordering::Relaxed) {
+        self.conns.open.lock().remove(&id);
+        if self.life.stopping.load(Ordering::Relaxed) {
             // Closed by our own shutdown: the brokers are still alive (and kept in the final
             // route snapshot); they re-register with whichever nameserver comes next.
             return;

@@ -116,7 +116,8 @@ pub async fn guard(
         return plain_refusal(peer.remote).into_response();
     }
     let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
-    let (Some(gate), Some(code)) = (ctx.state.auth.as_deref(), route.as_deref().and_then(code_of))
+    let (Some(gate), Some(code)) =
+        (ctx.state.access.auth.as_deref(), route.as_deref().and_then(code_of))
     else {
         return next.run(request).await;
     };

@@ -104,7 +104,7 @@ async fn overview(AxumState(state): AxumState<Shared>) -> Json<Value> {
         "nowMs": state.now_ms(),
         "remotingAddress": state.remoting_addr().map(|a| a.to_string()),
         "ready": state.readiness().is_ready(),
-        "metricsEnabled": state.metrics.enabled(),
+        "metricsEnabled": state.sinks.metrics.enabled(),
         "clusters": rows.iter().map(|r| r.cluster.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
         "brokerGroups": routes.group_count(),
         "brokers": rows.len(),
@@ -171,7 +171,7 @@ async fn clusters(AxumState(state): AxumState<Shared>) -> Json<Value> {
 }
 
 fn broker_json(state: &State, row: &BrokerRow, now_ms: u64) -> BrokerJson {
-    let version = state.broker_versions.get(&row.cluster, &row.addr);
+    let version = state.sinks.versions.get(&row.cluster, &row.addr);
     let live = row.live.as_ref();
     BrokerJson {
         id: row.id,
@@ -274,13 +274,13 @@ async fn config(AxumState(state): AxumState<Shared>) -> Json<Value> {
 /// the last minutes of request rate and latency (`history`, one point per step).
 async fn stats(AxumState(ctx): AxumState<Context>) -> Result<Json<Value>, ApiError> {
     let state = &ctx.state;
-    if !state.metrics.enabled() {
+    if !state.sinks.metrics.enabled() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "metrics are disabled (metricsEnable=false)",
         ));
     }
-    let requests = &state.metrics.requests;
+    let requests = &state.sinks.metrics.requests;
     let durations: Vec<RequestDurations> = requests
         .durations()
         .into_iter()
@@ -337,7 +337,7 @@ async fn events(
     let after = params.number("after", 0, usize::MAX)? as u64;
     let limit =
         params.number("limit", namesrv::events::RING_CAPACITY, namesrv::events::RING_CAPACITY)?;
-    let events: Vec<Arc<Event>> = state.events.since(after, limit);
+    let events: Vec<Arc<Event>> = state.sinks.events.since(after, limit);
     let events: Vec<&Event> = events.iter().map(|e| &**e).collect();
     Ok(Json(json!({"events": events})))
 }
@@ -362,7 +362,7 @@ async fn event_stream(
         None => params.number("after", 0, usize::MAX)? as u64,
     };
     let slot = StreamSlot::take(&ctx)?;
-    let (backlog, live) = state.events.subscribe(after);
+    let (backlog, live) = state.sinks.events.subscribe(after);
     let stream = futures::stream::unfold(
         (VecDeque::from(backlog), live, state, slot),
         |(mut backlog, mut live, state, slot)| async move {
@@ -370,7 +370,7 @@ async fn event_stream(
                 return Some((Ok(sse_event(&event)), (backlog, live, state, slot)));
             }
             let next = tokio::select! {
-                () = state.events.closed() => return None,
+                () = state.sinks.events.closed() => return None,
                 next = live.recv() => next,
             };
             let item = match next {

@@ -75,7 +75,7 @@ pub fn encode(ctx: &Context, format: Format) -> Result<String, std::fmt::Error> 
     let mut root = Registry::default();
     root.register_collector(Box::new(ProcessCollector));
     let r = root.sub_registry_with_prefix(PREFIX);
-    register_counters(r, &ctx.state.metrics);
+    register_counters(r, &ctx.state.sinks.metrics);
     r.register(
         "http_requests",
         "Requests to the HTTP listener, by handler and status",
@@ -349,7 +349,7 @@ mod tests {
             ..namesrv::Config::default()
         };
         let state = namesrv::build_state(config, None).expect("state");
-        let metrics = &state.metrics;
+        let metrics = &state.sinks.metrics;
         let micros = [1, 4, 5, 6, 30, 99, 250, 251, 900, 1_000, 7_500, 40_000, 3_000_000];
         let durations: Vec<Duration> = micros.iter().map(|&m| Duration::from_micros(m)).collect();
         let mut pending = namesrv::metrics::Pending::default();

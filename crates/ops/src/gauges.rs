@@ -95,7 +95,7 @@ impl StateGauges {
                 pending_frame_bytes: gauge_value(state.limits.pending_frame_bytes.used()),
                 pending_response_bytes: gauge_value(state.limits.pending_response_bytes.used()),
             },
-            route_snapshot: state.route_snapshot.as_ref().map(|file| {
+            route_snapshot: state.work.route_snapshot.as_ref().map(|file| {
                 let stats = file.stats();
                 let now_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -110,7 +110,7 @@ impl StateGauges {
                     size_bytes: gauge_value(stats.size_bytes()),
                 }
             }),
-            auth: state.auth.as_deref().map(auth_counts),
+            auth: state.access.auth.as_deref().map(auth_counts),
         }
     }
 

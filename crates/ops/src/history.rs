@@ -83,10 +83,10 @@ fn point(
 /// Samples `state`'s request counters into `history` every [`STEP`], forever (the caller drops
 /// it to stop it); nothing when `metricsEnable` is off (nothing is counted).
 pub(crate) async fn sample(state: Arc<State>, history: History) {
-    if !state.metrics.enabled() {
+    if !state.sinks.metrics.enabled() {
         return std::future::pending().await;
     }
-    let mut last = total(&state.metrics.requests);
+    let mut last = total(&state.sinks.metrics.requests);
     let mut tick = tokio::time::interval(STEP);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
@@ -96,7 +96,7 @@ pub(crate) async fn sample(state: Arc<State>, history: History) {
         let now = tokio::time::Instant::now();
         let seconds = now.duration_since(started).as_secs_f64().max(1e-3);
         started = now;
-        let current = total(&state.metrics.requests);
+        let current = total(&state.sinks.metrics.requests);
         let p = match &current {
             Some(current) => point(state.now_ms(), seconds, current, last.as_ref()),
             None => {
@@ -160,7 +160,7 @@ mod tests {
         let record = namesrv::metrics::RequestResult::Answered(0);
         for step in 1..=3 {
             for _ in 0..step * 10 {
-                state.metrics.requests.record(105, record, Duration::from_micros(10));
+                state.sinks.metrics.requests.record(105, record, Duration::from_micros(10));
             }
             tokio::time::sleep(STEP).await;
         }

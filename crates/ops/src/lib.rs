@@ -239,7 +239,7 @@ async fn metrics(
     AxumState(ctx): AxumState<Shared>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    if !ctx.state.metrics.enabled() {
+    if !ctx.state.sinks.metrics.enabled() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "metrics are disabled (metricsEnable=false)",

@@ -17,14 +17,13 @@ use remoting::headers::{
     WipeWritePermOfBrokerResponseHeader, ZONE_NAME,
 };
 use remoting::text::clip;
-use remoting::{version, RemotingCommand, ResponseCode};
+use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::delta::Skimmed;
-use super::{success, success_json};
+use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
-use crate::dispatch::{HandlerError, HandlerResult};
 use crate::events::{EventKind, NewEvent};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::limits::Cap;
@@ -34,10 +33,10 @@ use crate::route::{
 };
 use crate::state::{ConnCtx, State};
 
-/// A handler-level REGISTER_BROKER failure: code 1, and `"extFields":{}` like Java's.
-fn register_failed(remark: &str) -> RemotingCommand {
-    RemotingCommand::response(ResponseCode::SystemError, Some(remark.to_owned()))
-        .with_header(&RegisterBrokerResponseHeader::default())
+/// A handler-level REGISTER_BROKER failure (`dispatch` answers code 1 and `"extFields":{}`
+/// like Java's).
+fn register_failed(remark: &'static str) -> HandlerError {
+    HandlerError::RegisterFailed(remark)
 }
 
 /// Decodes the registration body by the sender's version; an absent body is an empty table.
@@ -86,7 +85,7 @@ fn body_refused(state: &State, conn: &ConnCtx, error: BodyError) -> HandlerResul
     };
     let remark = format!("register broker failed: {error} ({key})");
     state.limits.triggered(cap, state.uptime_ms(), format_args!("{} {remark}", conn.peer));
-    Ok(register_failed(&remark))
+    Err(HandlerError::Capped(remark))
 }
 
 /// Bodies above this size are decoded and applied on the registration lane (lower priority than
@@ -120,7 +119,8 @@ pub async fn register(
     }
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     state
-        .register_lane
+        .work
+        .lane
         .run(move || register_now(&lane_state, &conn, &request))
         .await
         .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
@@ -152,14 +152,14 @@ fn record(
             // Only a live broker's version is kept (its record goes with it): a registration
             // fenced by a newer stateVersion left no live entry, and keeps no record (#21).
             if state.routes.snapshot().last_heartbeat(cluster, addr).is_some() {
-                state.broker_versions.set(cluster, addr, request.version);
+                state.sinks.versions.set(cluster, addr, request.version);
             } else {
-                state.broker_versions.remove(cluster, addr);
+                state.sinks.versions.remove(cluster, addr);
             }
         }
     }
-    state.metrics.registration(outcome);
-    state.metrics.registration_apply.observe(started.elapsed());
+    state.sinks.metrics.registration(outcome);
+    state.sinks.metrics.registration_apply.observe(started.elapsed());
 }
 
 /// The unchanged-registration shortcut alone, at the cost of one digest of the body: a body
@@ -218,7 +218,7 @@ fn register_counted(
         digest_registration(state, request, &header, &fields, compressed)
     else {
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-        return (Ok(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
+        return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
     };
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
@@ -275,7 +275,7 @@ fn register_counted(
         }
         Err(e) => {
             info!(error = %e, "register broker failed");
-            (Ok(register_failed("register broker failed")), RegistrationOutcome::Refused)
+            (Err(register_failed("register broker failed")), RegistrationOutcome::Refused)
         }
     }
 }
@@ -319,7 +319,7 @@ fn register_delta(
         }
         Err(e) => {
             info!(error = %e, "register broker failed");
-            Some((Ok(register_failed("register broker failed")), RegistrationOutcome::Refused))
+            Some((Err(register_failed("register broker failed")), RegistrationOutcome::Refused))
         }
     }
 }
@@ -702,13 +702,14 @@ mod tests {
         let (started_tx, started) = std::sync::mpsc::channel::<()>();
         let mut releases = Vec::new();
         let mut blockers = Vec::new();
-        for _ in 0..state.register_lane.threads() {
+        for _ in 0..state.work.lane.threads() {
             let (release, held) = std::sync::mpsc::channel::<()>();
             releases.push(release);
             let (lane_state, started_tx) = (Arc::clone(&state), started_tx.clone());
             blockers.push(tokio::spawn(async move {
                 lane_state
-                    .register_lane
+                    .work
+                    .lane
                     .run(move || {
                         let _ = started_tx.send(());
                         held.recv_timeout(Duration::from_secs(60))

@@ -1,10 +1,9 @@
 //! Config requests: 318 UPDATE_NAMESRV_CONFIG, 319 GET_NAMESRV_CONFIG.
 
-use remoting::{RemotingCommand, ResponseCode};
+use remoting::RemotingCommand;
 
-use super::success;
+use super::{success, HandlerError, HandlerResult};
 use crate::config::ConfigUpdateError;
-use crate::dispatch::{HandlerError, HandlerResult};
 use crate::state::State;
 
 /// 318: apply a properties body; black-listed keys are refused; the config file is rewritten.
@@ -29,10 +28,9 @@ pub async fn update(state: &State, request: &RemotingCommand) -> HandlerResult {
             ));
             Ok(success())
         }
-        Err(ConfigUpdateError::NoPermission { .. }) => Ok(RemotingCommand::response(
-            ResponseCode::NoPermission,
-            Some("Can not update config in black list.".to_owned()),
-        )),
+        Err(ConfigUpdateError::NoPermission { .. }) => {
+            Err(HandlerError::NotPermitted("Can not update config in black list."))
+        }
         Err(ConfigUpdateError::Parse(_)) => {
             Err(HandlerError::System("string2Properties error".to_owned()))
         }

@@ -7,10 +7,9 @@ use remoting::headers::{
     DeleteKvConfigRequestHeader, GetKvConfigRequestHeader, GetKvConfigResponseHeader,
     GetKvListByNamespaceRequestHeader, PutKvConfigRequestHeader,
 };
-use remoting::{RemotingCommand, ResponseCode};
+use remoting::RemotingCommand;
 
-use super::{or_null, success, success_json};
-use crate::dispatch::{HandlerError, HandlerResult};
+use super::{or_null, success, success_json, HandlerError, HandlerResult};
 use crate::kv::{KvError, KvStore};
 use crate::limits::Cap;
 use crate::state::State;
@@ -61,18 +60,14 @@ pub fn get(state: &State, request: &RemotingCommand) -> HandlerResult {
         (Some(ns), Some(key)) => state.kv.get(ns, key),
         _ => None,
     };
-    Ok(match value {
-        Some(value) => success().with_header(&GetKvConfigResponseHeader { value: Some(value) }),
-        None => RemotingCommand::response(
-            ResponseCode::QueryNotFound,
-            Some(format!(
-                "No config item, Namespace: {} Key: {}",
-                or_null(&header.namespace),
-                or_null(&header.key)
-            )),
-        )
-        .with_header(&GetKvConfigResponseHeader::default()),
-    })
+    match value {
+        Some(value) => Ok(success().with_header(&GetKvConfigResponseHeader { value: Some(value) })),
+        None => Err(HandlerError::ValueNotFound(format!(
+            "No config item, Namespace: {} Key: {}",
+            or_null(&header.namespace),
+            or_null(&header.key)
+        ))),
+    }
 }
 
 /// 102: remove a key (the namespace stays, even when empty); always persisted, always SUCCESS.
@@ -91,9 +86,9 @@ pub fn list_namespace(state: &State, request: &RemotingCommand) -> HandlerResult
     let header: GetKvListByNamespaceRequestHeader = request.decode_header();
     match header.namespace.as_deref().and_then(|ns| state.kv.list(ns)) {
         Some(table) => Ok(success_json(&KvTable { table })),
-        None => Ok(RemotingCommand::response(
-            ResponseCode::QueryNotFound,
-            Some(format!("No config item, Namespace: {}", or_null(&header.namespace))),
-        )),
+        None => Err(HandlerError::NotFound(format!(
+            "No config item, Namespace: {}",
+            or_null(&header.namespace)
+        ))),
     }
 }

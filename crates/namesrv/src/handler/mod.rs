@@ -4,9 +4,12 @@
 pub mod broker;
 pub mod config;
 mod delta;
+mod error;
 pub mod kv;
 pub mod route;
 pub mod topic;
+
+pub use error::{HandlerError, HandlerResult};
 
 use remoting::{RemotingCommand, ResponseCode};
 

@@ -1,12 +1,10 @@
 //! Route reads: 105 GET_ROUTEINFO_BY_TOPIC, 106 GET_BROKER_CLUSTER_INFO.
 
-use bytes::BytesMut;
 use remoting::body::{to_legacy_json, to_standard_json};
 use remoting::headers::{GetRouteInfoRequestHeader, HeaderValue, ZONE_MODE, ZONE_NAME};
-use remoting::{version, RemotingCommand, ResponseCode};
+use remoting::{version, RemotingCommand};
 
-use super::{or_null, success, success_json};
-use crate::dispatch::{HandlerError, HandlerResult};
+use super::{or_null, success, success_json, HandlerError, HandlerResult};
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::route::{zone_filter, RouteForm};
 use crate::state::State;
@@ -43,41 +41,30 @@ pub fn get_route(state: &State, request: &RemotingCommand) -> HandlerResult {
         let (body, cached) =
             state.routes.snapshot().lookup_route_body(topic, form, support_acting_master);
         if body.is_some() {
-            state.metrics.route_cache_lookup(cached);
+            state.sinks.metrics.route_cache_lookup(cached);
         }
         body
     };
     match body {
         Some(body) => Ok(success().with_body(body)),
-        None => Ok(RemotingCommand::response(
-            ResponseCode::TopicNotExist,
-            Some(format!(
-                "No topic route info in name server for the topic: {}\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",
-                or_null(&header.topic)
-            )),
-        )),
+        None => Err(HandlerError::TopicNotExist(format!(
+            "No topic route info in name server for the topic: {}\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",
+            or_null(&header.topic)
+        ))),
     }
 }
 
-/// 105 on the common path, without building a response: when the request needs nothing but
-/// the cached route (serving, no zone, `orderMessageEnable` off, a topic given, a two-way
-/// request), appends the SUCCESS frame with the body copied from the cache straight into `out`
-/// and returns `true`. Otherwise (including "no route") `false` and `out` is untouched: the
-/// request goes to [`get_route`]. The bytes equal what `dispatch` would write. `count` learns
-/// whether the body came from the cache (the connection counts it in its pending metrics).
+/// 105 on the common path, the body only: when the request needs nothing but the cached route
+/// (`needWaitForService` and `orderMessageEnable` off, no zone, a topic given), calls `write`
+/// with the route body as the cache holds it (borrowed, not copied) and whether it came from
+/// the cache, and returns what `write` returns. Otherwise (including "no route") `false`,
+/// without calling `write`: the request goes to [`get_route`]. `dispatch` frames the answer.
 #[inline]
-pub fn write_route(
+pub(crate) fn with_cached_route(
     state: &State,
     request: &RemotingCommand,
-    out: &mut BytesMut,
-    count: impl FnOnce(bool),
+    write: impl FnOnce(&[u8], bool) -> bool,
 ) -> bool {
-    if request.is_response()
-        || request.is_oneway()
-        || (state.is_shutting_down() && request.version > version::V5_3_1)
-    {
-        return false;
-    }
     let config = state.config.load();
     if config.need_wait_for_service || config.order_message_enable || zone_of(request).is_some() {
         return false;
@@ -91,15 +78,7 @@ pub fn write_route(
         topic,
         form,
         config.support_acting_master,
-        |body, cached| {
-            let Some(body) = body else {
-                return false;
-            };
-            count(cached);
-            let mut response = success().respond_to(request);
-            response.serialize_type = state.serialize_type();
-            remoting::frame::encode_with_body(&response, body, out).is_ok()
-        },
+        |body, cached| body.is_some_and(|body| write(body, cached)),
     )
 }
 

@@ -8,8 +8,7 @@ use remoting::headers::{
 use remoting::RemotingCommand;
 use tracing::warn;
 
-use super::{success, success_json};
-use crate::dispatch::{HandlerError, HandlerResult};
+use super::{success, success_json, HandlerError, HandlerResult};
 use crate::state::State;
 
 pub use crate::route::UnitKind;

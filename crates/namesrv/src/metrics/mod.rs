@@ -1,4 +1,4 @@
-//! What the server counts as it works: one [`Metrics`] (reachable as `state.metrics`) of plain
+//! What the server counts as it works: one [`Metrics`] (reachable as `state.sinks.metrics`) of plain
 //! atomics, recorded on the request path and by handlers and background tasks. How they are
 //! exposed (the Prometheus text format and OpenMetrics at `GET /metrics`, with the scrape-time
 //! values read from the state) is `crates/ops`' business: this module knows no exposition
@@ -10,7 +10,7 @@
 //!    [`DurationHistogram`] for durations; one counter per value of a closed label set.
 //! 2. A recording method here (label values of a closed set as an enum) and a read method for
 //!    the exposition.
-//! 3. Record where it happens (`state.metrics.foo(..)`), and expose it in `crates/ops`
+//! 3. Record where it happens (`state.sinks.metrics.foo(..)`), and expose it in `crates/ops`
 //!    (`exposition.rs`: name, help text, labels).
 //!
 //! Recording is cheap (a relaxed atomic; requests: see `requests.rs`) and needs no check of
