@@ -4,9 +4,8 @@
 use std::sync::Arc;
 
 use remoting::body::compressed::BodyLimits;
-use remoting::body::skim::skim_register_body;
 use remoting::body::{
-    body_crc32, from_json, BodyError, DataVersion, KvTable, RegisterBrokerBody,
+    from_json, BodyError, DataVersion, KvTable, RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
 };
 use remoting::headers::{
@@ -19,9 +18,9 @@ use remoting::headers::{
 use remoting::text::clip;
 use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
-use xxhash_rust::xxh3::Xxh3;
 
 use super::delta::Skimmed;
+use super::digest::{digest_around_version, digest_fields, digest_registration};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
 use crate::events::{EventKind, NewEvent};
@@ -214,8 +213,11 @@ fn register_counted(
     let zone_name = request.ext(ZONE_NAME);
     let compressed = header.compressed.unwrap_or(false);
     let fields = digest_fields(request, &header, zone_name, delete_topics);
+    // One walk of the body: its topic-table entries and where its DataVersion sits.
+    let table = if compressed { None } else { Skimmed::table(request) };
+    let around_version = table.as_ref().map(|t| (t.before, t.after));
     let Some((request_digest, data_version, version_frame)) =
-        digest_registration(state, request, &header, &fields, compressed)
+        digest_registration(state, request, &header, &fields, (compressed, around_version))
     else {
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
         return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
@@ -245,7 +247,7 @@ fn register_counted(
         max_topics: usize::try_from(config.register_broker_max_topics).unwrap_or(0),
     };
     let digest = (request_digest, version_frame);
-    let skimmed = if compressed { None } else { Skimmed::new(request, &fields) };
+    let skimmed = table.map(|t| Skimmed::new(t, &fields));
     if let Some(skimmed) = skimmed.as_ref().filter(|_| !delete_topics) {
         let applied = register_delta(state, conn, &header, zone_name, skimmed, digest, &limits);
         if let Some(applied) = applied {
@@ -384,146 +386,6 @@ fn registration(
         delta_base: None,
     };
     Ok((registration, event))
-}
-
-/// A registration's request digest, for the unchanged-registration shortcut and the stamp
-/// the registration leaves: digested around the body's `DataVersion` when its place is known
-/// (the stamped one when all but the version is unchanged, else where a skim finds it), else
-/// over the whole body; with the version found there and its frame. `None` when the header's
-/// `bodyCrc32` does not match the body (checked first, as Java does).
-fn digest_registration(
-    state: &State,
-    request: &RemotingCommand,
-    header: &RegisterBrokerRequestHeader,
-    fields: &Xxh3,
-    compressed: bool,
-) -> Option<(u64, Option<DataVersion>, Option<VersionFrame>)> {
-    let body_bytes = request.body_bytes();
-    // Where this address's last fully applied body had its DataVersion (and that body's
-    // digest), and this body digested around the same place.
-    let stamped = match (&header.cluster_name, &header.broker_addr) {
-        (Some(cluster), Some(addr)) if !compressed => {
-            state.routes.snapshot().version_frame(cluster, addr)
-        }
-        _ => None,
-    };
-    let around = stamped.and_then(|(frame, _)| digest_around_version(fields, body_bytes, frame));
-    let rest_unchanged =
-        matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
-    // This body's own frame: the stamped one when all but the version is unchanged, else where
-    // a skim finds its DataVersion (`None`: the body is digested whole).
-    let (frame, around) = if rest_unchanged {
-        (stamped.map(|(frame, _)| frame), around)
-    } else {
-        let frame = request
-            .body
-            .as_deref()
-            .filter(|_| !compressed)
-            .and_then(|bytes| skim_register_body(bytes, request.version))
-            .map(|s| VersionFrame::new(s.before, s.after));
-        (frame, frame.and_then(|f| digest_around_version(fields, body_bytes, f)))
-    };
-    let crc = header.body_crc32.unwrap_or(0);
-    if crc != 0 {
-        // Java checks first. With a frame, the CRC is the frame's parts' CRCs combined with the
-        // version's (no second pass over the body).
-        let actual = match (frame, &around) {
-            (Some(frame), Some(a)) => frame.body_crc32(&body_bytes[a.middle.clone()]),
-            _ => body_crc32(body_bytes),
-        };
-        if actual != crc {
-            return None;
-        }
-    }
-    // Digested around the DataVersion when there is a frame (a later body that differs only
-    // there then skips decoding), else whole: the way the stamp of the last registration was.
-    Some(match &around {
-        Some(a) => (a.digest, Some(a.version), frame),
-        None => (digest_whole(fields, body_bytes), None, None),
-    })
-}
-
-/// The digest of everything in a REGISTER_BROKER request that the route tables depend on but
-/// the body: every header field, the zone, the version gates of the body format and the
-/// `deleteTopicWithBrokerRegistration` flag. Finished by [`digest_whole`] or
-/// [`digest_around_version`]; equal digests mean equal registrations.
-fn digest_fields(
-    request: &RemotingCommand,
-    header: &RegisterBrokerRequestHeader,
-    zone_name: Option<&str>,
-    delete_topics: bool,
-) -> Xxh3 {
-    let mut hasher = Xxh3::new();
-    let text = |h: &mut Xxh3, v: Option<&str>| {
-        match v {
-            Some(v) => {
-                h.update(&[1]);
-                h.update(&(v.len() as u64).to_le_bytes());
-                h.update(v.as_bytes());
-            }
-            None => h.update(&[0]),
-        };
-    };
-    text(&mut hasher, header.cluster_name.as_deref());
-    text(&mut hasher, header.broker_addr.as_deref());
-    text(&mut hasher, header.broker_name.as_deref());
-    text(&mut hasher, header.ha_server_addr.as_deref());
-    text(&mut hasher, zone_name);
-    let numbers = [
-        header.broker_id.unwrap_or(i64::MIN),
-        header.heartbeat_timeout_millis.unwrap_or(i64::MIN),
-        header.enable_acting_master.map_or(2, i64::from),
-        i64::from(header.compressed.unwrap_or(false)),
-        i64::from(request.version < version::V3_0_11),
-        i64::from(request.version < version::V5_0_0),
-        i64::from(delete_topics),
-        i64::from(request.body.is_some()),
-    ];
-    for n in numbers {
-        hasher.update(&n.to_le_bytes());
-    }
-    hasher
-}
-
-/// The request digest over the whole body.
-fn digest_whole(fields: &Xxh3, body: &[u8]) -> u64 {
-    let mut hasher = fields.clone();
-    hasher.update(&[0]);
-    hasher.update(body);
-    hasher.digest()
-}
-
-/// A body digested around its `DataVersion`.
-struct Around {
-    /// The request digest over the body without the version.
-    digest: u64,
-    version: DataVersion,
-    /// Where the version sits in the body.
-    middle: std::ops::Range<usize>,
-}
-
-/// The request digest over the body without its `DataVersion`, which sits where `frame` says,
-/// and that version; `None` when the bytes there are not one plain `DataVersion` object. A body
-/// equal to a previous one outside the frame, with a valid version inside, decodes to the
-/// previous body with the new version.
-fn digest_around_version(fields: &Xxh3, body: &[u8], frame: VersionFrame) -> Option<Around> {
-    let end = body.len().checked_sub(frame.suffix_len)?;
-    let middle = body.get(frame.prefix_len..end)?;
-    let version = lone_data_version(middle)?;
-    let mut hasher = fields.clone();
-    hasher.update(&[1]);
-    hasher.update(&(frame.prefix_len as u64).to_le_bytes());
-    hasher.update(&body[..frame.prefix_len]);
-    hasher.update(&body[end..]);
-    Some(Around { digest: hasher.digest(), version, middle: frame.prefix_len..end })
-}
-
-/// `bytes` as exactly one strict JSON `DataVersion` object (no `$ref`, nothing around it).
-fn lone_data_version(bytes: &[u8]) -> Option<DataVersion> {
-    if bytes.first() != Some(&b'{') || memchr::memmem::find(bytes, b"$ref").is_some() {
-        return None;
-    }
-    serde_json::from_slice(bytes).ok()
 }
 
 /// 104: queue the unregistration; it is applied by the batch task. Queue full → code 1, no remark.

@@ -7,7 +7,7 @@
 //! compressed or fastjson-only body, an escaped or repeated topic key, an entry that does not
 //! decode or whose `topicName` is not its key — goes the full way.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use remoting::body::skim::{skim_topic_table, TopicTable};
 use remoting::body::{from_json, DataVersion, TopicConfig};
@@ -21,28 +21,41 @@ use crate::route::DeltaBase;
 pub(super) struct Skimmed<'a> {
     table: TopicTable<'a>,
     digests: Vec<u64>,
+    /// Whether two keys of the table may be the same (equal key digests).
+    repeated_key: bool,
     pub base: DeltaBase,
 }
 
 impl<'a> Skimmed<'a> {
-    /// Skims an uncompressed body; `fields` is the digest of the request's header fields.
-    pub fn new(request: &'a RemotingCommand, fields: &Xxh3) -> Option<Self> {
-        let table = skim_topic_table(request.body.as_deref()?, request.version)?;
+    /// An uncompressed body's topic table ([`skim_topic_table`]).
+    pub fn table(request: &'a RemotingCommand) -> Option<TopicTable<'a>> {
+        skim_topic_table(request.body.as_deref()?, request.version)
+    }
+
+    /// The skimmed table's digests; `fields` is the digest of the request's header fields.
+    pub fn new(table: TopicTable<'a>, fields: &Xxh3) -> Self {
         let mut rest = fields.clone();
         rest.update(&[2]);
         for part in table.outside {
             rest.update(&(part.len() as u64).to_le_bytes());
             rest.update(part);
         }
+        let mut keys = Vec::with_capacity(table.entries.len());
         let digests: Vec<u64> = table
             .entries
             .iter()
-            .map(|(key, value)| xxh3_64_with_seed(value, xxh3_64(key)))
+            .map(|(key, value)| {
+                let key = xxh3_64(key);
+                keys.push(key);
+                xxh3_64_with_seed(value, key)
+            })
             .collect();
+        keys.sort_unstable();
+        let repeated_key = keys.windows(2).any(|pair| pair[0] == pair[1]);
         let mut sorted = digests.clone();
         sorted.sort_unstable();
         let base = DeltaBase { rest_digest: rest.digest(), entries: sorted.into() };
-        Some(Self { table, digests, base })
+        Self { table, digests, repeated_key, base }
     }
 
     /// The number of topic-table entries in the body.
@@ -71,11 +84,7 @@ impl<'a> Skimmed<'a> {
         max_topics: usize,
     ) -> Option<BTreeMap<String, TopicConfig>> {
         let entries = &self.table.entries;
-        if entries.len() > max_topics {
-            return None;
-        }
-        let mut keys = HashSet::with_capacity(entries.len());
-        if !entries.iter().all(|(key, _)| keys.insert(*key)) {
+        if entries.len() > max_topics || self.repeated_key {
             return None;
         }
         let mut changed = BTreeMap::new();

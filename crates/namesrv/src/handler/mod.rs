@@ -4,6 +4,7 @@
 pub mod broker;
 pub mod config;
 mod delta;
+mod digest;
 mod error;
 pub mod kv;
 pub mod route;

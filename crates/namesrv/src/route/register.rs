@@ -100,27 +100,20 @@ impl RouteTable {
             .live
             .get(&cluster, broker_addr)
             .is_none_or(|live| live.data_version != wrapper.data_version);
-        // Whether every topic and mapping of the body was put (or none may be): only then does
-        // the table hold exactly what a later body that differs in its DataVersion alone would
-        // put, so only then may such a body skip the algorithm (see `refresh_unchanged`).
-        let applied_all = !(is_master || is_prime_slave) || broker_changed || register_first;
-        if is_master || is_prime_slave {
+        // Whether every topic and mapping of the body was put (or none may be): only then may a
+        // body differing in its DataVersion alone skip the algorithm (`refresh_unchanged`).
+        let puts = is_master || is_prime_slave;
+        let applied_all = !puts || broker_changed || register_first;
+        if puts {
             let changed = register_first || broker_changed;
             self.put_topics(&name, wrapper, changed, wipe_write, delete_topic_with_registration);
         }
 
-        // 12. Filter servers (before the live entry, so its stamp sees the final generations;
-        // the two steps touch different tables).
+        // 12. Filter servers (before 11, so its stamp sees them; they touch other tables).
         self.put_filter_servers(&cluster, &addr, req.filter_server_list.take());
 
         // 11. The live entry, always replaced.
-        self.put_live_entry(
-            &req,
-            &cluster,
-            &addr,
-            now_ms,
-            (applied_all, is_master || is_prime_slave),
-        );
+        self.put_live_entry(&req, &cluster, &addr, now_ms, (applied_all, puts));
 
         // 13. A slave learns its live master.
         let mut outcome = self.master_of(&cluster, &name, broker_id);

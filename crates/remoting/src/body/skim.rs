@@ -69,58 +69,124 @@ pub struct TopicTable<'a> {
     pub entries: Vec<(&'a [u8], &'a [u8])>,
     /// The body outside the `DataVersion` value and the `topicConfigTable` value, in order.
     pub outside: [&'a [u8]; 3],
+    /// The body before and after the `DataVersion` value (as [`Skimmed`]'s).
+    pub before: &'a [u8],
+    pub after: &'a [u8],
 }
 
 const TOPIC_CONFIG_TABLE: &[u8] = b"topicConfigTable";
 
-/// Skims an uncompressed JSON REGISTER_BROKER body for its topic table: `None` for every shape
-/// [`skim_register_body`] refuses, and also when the wrapper has no single `topicConfigTable`
-/// object, a topic key holds an escape or a value is not an object. Entries are not decoded:
-/// a caller decodes those it needs with [`from_json`], as the full decoder would.
+/// Skims an uncompressed JSON REGISTER_BROKER body for its topic table, in one walk: `None`
+/// for every shape [`skim_register_body`] refuses, and also when the wrapper has no single
+/// `topicConfigTable` object, a topic key holds an escape or a value is not an object.
+/// Entries are not decoded: a caller decodes those it needs with [`from_json`], as the full
+/// decoder would.
 pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<'_>> {
-    let skimmed = skim_register_body(bytes, broker_version)?;
-    let dv = skimmed.before.len()..bytes.len() - skimmed.after.len();
-    // The wrapper is the object that holds the DataVersion: find it again by walking the top.
+    if broker_version < 0 || memchr::memmem::find(bytes, b"$ref").is_some() {
+        return None;
+    }
     let top = skip_ws(bytes, 0);
-    let wrapper =
-        if broker_version < version::V3_0_11 { top } else { only_entry(bytes, top, WRAPPER)?.0 };
-    let (table, _) = only_entry(bytes, wrapper, TOPIC_CONFIG_TABLE)?;
-    let mut entries = Vec::new();
-    let mut i = skip_ws(bytes, table + 1);
-    let table_end = if bytes.get(i) == Some(&b'}') {
-        i + 1
+    let (walked, end) = if broker_version < version::V3_0_11 {
+        walk_wrapper(bytes, top)?
     } else {
-        loop {
-            if bytes.get(i) != Some(&b'"') {
+        let mut found = None;
+        let end = walk_object(bytes, top, |name, value| {
+            if name != WRAPPER {
+                return skip_value(bytes, value);
+            }
+            if found.is_some() {
                 return None;
             }
-            let key_end = skip_string(bytes, i)?;
-            let key = &bytes[i + 1..key_end - 1];
-            if key.contains(&b'\\') {
-                return None;
-            }
-            i = skip_ws(bytes, key_end);
-            if bytes.get(i) != Some(&b':') {
-                return None;
-            }
-            let value = skip_ws(bytes, i + 1);
-            if bytes.get(value) != Some(&b'{') {
-                return None;
-            }
-            let value_end = skip_value(bytes, value)?;
-            entries.push((key, &bytes[value..value_end]));
-            i = skip_ws(bytes, value_end);
-            match bytes.get(i) {
-                Some(b',') => i = skip_ws(bytes, i + 1),
-                Some(b'}') => break i + 1,
-                _ => return None,
-            }
-        }
+            let (walked, end) = walk_wrapper(bytes, value)?;
+            found = Some(walked);
+            Some(end)
+        })?;
+        (found?, end)
     };
-    let tcs = table..table_end;
-    let (first, second) = if dv.start < tcs.start { (dv, tcs) } else { (tcs, dv) };
+    if skip_ws(bytes, end) != bytes.len() {
+        return None;
+    }
+    let Walked { dv, table, entries } = walked;
+    let (dv, table) = (dv?, table?);
+    let data_version = from_json(&bytes[dv.clone()]).ok()?;
+    let (before, after) = (&bytes[..dv.start], &bytes[dv.end..]);
+    let (first, second) = if dv.start < table.start { (dv, table) } else { (table, dv) };
     let outside = [&bytes[..first.start], &bytes[first.end..second.start], &bytes[second.end..]];
-    Some(TopicTable { data_version: skimmed.data_version, entries, outside })
+    Some(TopicTable { data_version, entries, outside, before, after })
+}
+
+/// What a walk of the wrapper found: the `DataVersion` and `topicConfigTable` values and the
+/// table's entries.
+struct Walked<'a> {
+    dv: Option<std::ops::Range<usize>>,
+    table: Option<std::ops::Range<usize>>,
+    entries: Vec<(&'a [u8], &'a [u8])>,
+}
+
+/// Walks the wrapper object at `at`: each of its two keys at most once, each an object.
+fn walk_wrapper(bytes: &[u8], at: usize) -> Option<(Walked<'_>, usize)> {
+    let mut walked = Walked { dv: None, table: None, entries: Vec::new() };
+    let end = walk_object(bytes, at, |name, value| {
+        if (name == DATA_VERSION || name == TOPIC_CONFIG_TABLE) && bytes.get(value) != Some(&b'{') {
+            return None;
+        }
+        if name == DATA_VERSION {
+            let end = skip_value(bytes, value)?;
+            walked.dv.replace(value..end).is_none().then_some(end)
+        } else if name == TOPIC_CONFIG_TABLE {
+            let mut entries = Vec::new();
+            let end = walk_object(bytes, value, |key, entry| {
+                if bytes.get(entry) != Some(&b'{') {
+                    return None;
+                }
+                let entry_end = skip_value(bytes, entry)?;
+                entries.push((key, &bytes[entry..entry_end]));
+                Some(entry_end)
+            })?;
+            walked.entries = entries;
+            walked.table.replace(value..end).is_none().then_some(end)
+        } else {
+            skip_value(bytes, value)
+        }
+    })?;
+    Some((walked, end))
+}
+
+/// Walks the object at `at`: `entry(key, value start)` for each entry, returning the index
+/// after its value; the index after the object. `None` if a key holds an escape, the object
+/// is malformed or `entry` says `None`.
+fn walk_object<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    mut entry: impl FnMut(&'a [u8], usize) -> Option<usize>,
+) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut i = skip_ws(bytes, at + 1);
+    if bytes.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(bytes, i)?;
+        let key = &bytes[i + 1..key_end - 1];
+        if key.contains(&b'\\') {
+            return None;
+        }
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(bytes, entry(key, skip_ws(bytes, i + 1))?);
+        match bytes.get(i) {
+            Some(b',') => i = skip_ws(bytes, i + 1),
+            Some(b'}') => return Some(i + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// Walks the object at `at` (which must start there): the value start of its only entry named
@@ -193,11 +259,24 @@ fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
     match *bytes.get(at)? {
         b'"' => skip_string(bytes, at),
         b'{' | b'[' => {
+            // Strings are scanned inline: a topic config's are short, and a call per string
+            // (memchr) cost more than the bytes (#25's profile: the skim was two thirds of a
+            // registration applied as its difference).
             let mut depth = 0usize;
             let mut i = at;
             loop {
                 match *bytes.get(i)? {
-                    b'"' => i = skip_string(bytes, i)?,
+                    b'"' => {
+                        i += 1;
+                        loop {
+                            match *bytes.get(i)? {
+                                b'"' => break,
+                                b'\\' => i += 2,
+                                _ => i += 1,
+                            }
+                        }
+                        i += 1;
+                    }
                     b'{' | b'[' => {
                         depth += 1;
                         i += 1;

@@ -283,7 +283,7 @@ mod equivalence {
 
     fn broker(b: usize, versions: &[i64; 4]) -> Broker {
         let base = if b < 2 { Broker::master() } else { Broker::master().name("broker-b") };
-        let mut broker = if b % 2 == 0 {
+        let mut broker = if b.is_multiple_of(2) {
             base.addr(&format!("127.0.0.1:{}", 10911 + b))
         } else {
             base.id(1).addr(&format!("127.0.0.1:{}", 10911 + b))
