@@ -7,7 +7,8 @@
 //! a certificate gets no answer.
 
 mod common;
-#[path = "common/pki.rs"]
+// The test PKI is the client tests' (one copy).
+#[path = "../../client/tests/common/pki.rs"]
 mod pki;
 
 use std::path::PathBuf;

@@ -283,9 +283,10 @@ async fn credentials_over_plain_http_from_another_machine_are_refused() {
     assert_eq!(http_get(addr, "/api/v1/kv", &[]).await.status, 401);
 }
 
-/// Reads until the server closes the connection; how long that took, `None` past `limit`.
-async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
-    let start = Instant::now();
+/// Reads until the server closes the connection; how long since `start` (taken before the
+/// connection was opened, so a task that first runs late never shortens it), `None` past
+/// `limit`.
+async fn closed_within(mut tcp: TcpStream, start: Instant, limit: Duration) -> Option<Duration> {
     let mut buf = [0u8; 512];
     loop {
         match tokio::time::timeout(limit.saturating_sub(start.elapsed()), tcp.read(&mut buf)).await
@@ -303,11 +304,12 @@ async fn three_hundred_connections_with_unfinished_headers_are_closed_after_the_
     let addr = server.http.expect("http");
     let mut waiting = Vec::new();
     for _ in 0..300 {
+        let start = Instant::now();
         let mut tcp = TcpStream::connect(addr).await.expect("connect");
         tcp.write_all(b"GET /api/v1/overview HTTP/1.1\r\nHost: x\r\nX-Slow: ")
             .await
             .expect("write");
-        waiting.push(tokio::spawn(closed_within(tcp, Duration::from_secs(10))));
+        waiting.push(tokio::spawn(closed_within(tcp, start, Duration::from_secs(10))));
     }
     // The listener keeps serving meanwhile.
     assert_eq!(server.get("/healthz").await.status, 200);
