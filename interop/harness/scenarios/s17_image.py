@@ -19,11 +19,11 @@ with deploy/container/build). Needs podman (rootful: the volumes are chowned to 
 is used where installed (this VM's crun cannot start containers), with explicit ulimits.
 """
 
-import json
 import os
 import re
 import shutil
 import time
+import zlib
 
 from .. import ctrlgroup
 from ..fixture import GEN_VERSION, ROOT, Broker, SetupError, broker_addrs, cluster_info, namesrv_config, route, route_queues
@@ -110,6 +110,32 @@ def started_ns(pm, name):
     except ValueError:
         return None
     return v if v > 0 else None
+
+
+SNAPSHOT_HEADER = re.compile(rb"^rocketmq-namesrv-rs route snapshot v(\d+) len=(\d+) crc32=([0-9a-f]{8})\n")
+
+
+def snapshot_payload(data):
+    """The payload of a route snapshot file, its header's length and CRC32 checked (ValueError if not)."""
+    m = SNAPSHOT_HEADER.match(data)
+    if m is None:
+        raise ValueError("no snapshot header line: %r" % data[:80])
+    payload = data[m.end():]
+    if len(payload) != int(m.group(2)) or zlib.crc32(payload) != int(m.group(3), 16):
+        raise ValueError("length or CRC32 does not match the header %r" % m.group(0))
+    return payload
+
+
+def snapshot_holds(payload, name):
+    """A name is in the snapshot as its length (LEB128) followed by its UTF-8 bytes (v2), or as JSON (v1)."""
+    raw = name.encode()
+    n, prefix = len(raw), b""
+    while True:
+        prefix += bytes([(n & 0x7F) | (0x80 if n >= 0x80 else 0)])
+        n >>= 7
+        if n == 0:
+            break
+    return prefix + raw in payload or b'"' + raw + b'"' in payload
 
 
 def s17_container_image(env, c):
@@ -211,14 +237,12 @@ def s17_container_image(env, c):
                 "a graceful stop: connections closed, the route snapshot current at exit")
         snap = os.path.join(store, "routes.snapshot")
         try:
-            with open(snap, encoding="utf-8") as f:
-                f.readline()
-                payload = f.read()
-            json.loads(payload)
+            with open(snap, "rb") as f:
+                payload = snapshot_payload(f.read())
         except (OSError, ValueError) as e:
-            payload = ""
+            payload = b""
             c.note("snapshot unreadable: %r" % e)
-        c.check(last in payload and topic in payload,
+        c.check(snapshot_holds(payload, last) and snapshot_holds(payload, topic),
                 "the route snapshot on the volume (%s) holds both topics, %s created just before SIGTERM" % (snap, last))
 
         # A new container on the same volume: the routes are back before the broker registers again.
