@@ -8,6 +8,7 @@
 //! mutex-guarded histogram would take its lock per observation), read as a
 //! [`HistogramSnapshot`] that gives each bucket's own count.
 
+pub mod clock;
 mod histogram;
 mod requests;
 mod striped;

@@ -33,7 +33,7 @@ pub enum RunError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Kv(#[from] namesrv::kv::KvError),
+    Kv(#[from] kv::KvError),
     #[error("TLS: {0}")]
     Tls(#[from] transport::TlsError),
     #[error(transparent)]

@@ -117,9 +117,9 @@ fn the_core_depends_on_no_http_exposition_tls_yaml_or_controller_crate() {
 }
 
 #[test]
-fn transport_and_acl_sit_below_the_core_and_ops_above_it() {
+fn transport_acl_and_the_cores_own_parts_sit_below_the_core_and_ops_above_it() {
     let packages = workspace();
-    for lower in ["transport", "acl"] {
+    for lower in ["transport", "acl", "kv", "events", "lane", "cowmap"] {
         let closure = normal_closure(&packages, lower);
         for higher in ["namesrv", "ops", "daemon", "controller"] {
             assert!(!closure.contains(higher), "{lower} is built on {higher}");
@@ -192,16 +192,22 @@ fn sources(path: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// A file's non-test lines: those before its first inline test module (`#[cfg(test)]` then
-/// `mod <name> {`).
+/// A file's non-test lines: all but its inline test modules (`#[cfg(test)]` then `mod <name> {`
+/// to the `}` that closes it at the start of a line), wherever they stand.
 fn non_test_lines(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let end = lines
-        .windows(2)
-        .position(|w| w[0] == "#[cfg(test)]" && w[1].starts_with("mod ") && w[1].ends_with('{'))
-        .unwrap_or(lines.len());
-    lines[..end].to_vec()
+    let mut kept = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let opens_tests = line == "#[cfg(test)]"
+            && lines.peek().is_some_and(|next| next.starts_with("mod ") && next.ends_with('{'));
+        if opens_tests {
+            lines.by_ref().find(|l| *l == "}");
+        } else {
+            kept.push(line.to_owned());
+        }
+    }
+    kept
 }
 
 /// The workspace's `crates/` directory.
@@ -249,6 +255,25 @@ fn no_source_file_has_over_600_lines_of_non_test_code() {
         .map(|(f, n)| format!("{} ({n})", f.display()))
         .collect();
     assert!(long.is_empty(), "over {FILE_LINES} non-test lines: split by noun: {long:?}");
+}
+
+/// The most non-test lines the core (`crates/namesrv/src`) may have (#23).
+const CORE_LINES: usize = 7_500;
+
+#[test]
+fn the_core_has_at_most_7500_lines_of_non_test_code() {
+    let core = crates_dir().join("namesrv/src");
+    let files = sources(&core);
+    assert!(files.len() > 30, "the core's sources are found: {}", files.len());
+    let mut sizes: Vec<(usize, String)> =
+        files.iter().map(|f| (non_test_lines(f).len(), f.display().to_string())).collect();
+    let total: usize = sizes.iter().map(|(n, _)| n).sum();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(
+        total <= CORE_LINES,
+        "the core has {total} non-test lines (at most {CORE_LINES}): move a noun out; largest: {:?}",
+        &sizes[..5]
+    );
 }
 
 /// The most lines a function of the core may have, from `fn` to its closing brace.

@@ -83,9 +83,9 @@ async fn fenced_registrations_with_new_addresses_leave_no_record() {
     }
     assert_eq!(server.state.sinks.versions.len(), 1, "only the live master's version is kept");
     let events = server.state.sinks.events.since(0, usize::MAX);
-    assert!(events.len() <= namesrv::events::RING_CAPACITY);
+    assert!(events.len() <= events::RING_CAPACITY);
     let kept: usize = events.iter().map(|e| e.broker_addr.as_ref().map_or(0, String::len)).sum();
-    assert!(kept <= namesrv::events::RING_CAPACITY * remoting::text::KEEP_BYTES, "{kept} bytes");
+    assert!(kept <= events::RING_CAPACITY * remoting::text::KEEP_BYTES, "{kept} bytes");
     let route = conn.route("TopicA").await.expect("route");
     assert!(format!("{route:?}").contains("127.0.0.1:10911"), "the master stays: {route:?}");
 }

@@ -9,10 +9,10 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use crate::events::{EventKind, NewEvent};
 use crate::metrics::RemovalReason;
 use crate::shutdown::ShutdownTrigger;
 use crate::state::State;
+use events::{EventKind, NewEvent};
 
 /// Java: `NamesrvController` schedules the first scan after 5 s.
 const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);

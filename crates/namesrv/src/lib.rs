@@ -9,10 +9,7 @@ mod background;
 pub(crate) mod codec;
 pub mod config;
 pub(crate) mod dispatch;
-pub mod events;
 pub(crate) mod handler;
-pub mod kv;
-pub mod lane;
 pub mod limits;
 pub mod metrics;
 mod retired;
@@ -37,7 +34,7 @@ pub enum StateError {
     #[error(transparent)]
     Config(#[from] config::ConfigError),
     #[error(transparent)]
-    Kv(#[from] kv::KvError),
+    Kv(#[from] ::kv::KvError),
 }
 
 /// Builds the server state from `config`: validates it, loads the KV store and restores the
@@ -50,7 +47,7 @@ pub fn build_state(config: Config, auth: Option<Arc<acl::Auth>>) -> Result<Arc<S
         trusted = %config.trusted_proxies_text(),
         "PROXY prefaces honoured from these peers (proxyProtocolTrustedAddresses)"
     );
-    let kv = kv::KvStore::load(&config.kv_config_path)?;
+    let kv = ::kv::KvStore::load(&config.kv_config_path)?;
     let mut state = State::new(Arc::new(SharedConfig::new(config)), kv);
     state.access.auth = auth;
     let state = Arc::new(state);

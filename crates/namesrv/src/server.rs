@@ -23,10 +23,10 @@ use tracing::{debug, info, warn};
 use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
-use crate::metrics::clock::{RequestClock, Stamp};
 use crate::metrics::{ConnKind, Pending};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
+use counters::clock::{RequestClock, Stamp};
 use transport::TlsContext;
 
 /// How long connections may take to drain after shutdown before they are dropped.

@@ -250,7 +250,7 @@ async fn write(state: &Arc<State>, low_priority: bool) -> Option<std::io::Result
             .name("route-snapshot".to_owned())
             .spawn(move || {
                 if low_priority {
-                    crate::lane::lower_priority(crate::lane::SNAPSHOT_NICE);
+                    lane::lower_priority(lane::SNAPSHOT_NICE);
                 }
                 let file = state.work.route_snapshot.as_ref()?;
                 // Failures are logged (once per failing streak) and counted inside.

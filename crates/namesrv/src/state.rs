@@ -15,9 +15,9 @@ use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
 use crate::config::SharedConfig;
-use crate::kv::KvStore;
 use crate::metrics::{Metrics, RemovalReason};
 use crate::route::{ConnId, Routes, UnregisterRequest};
+use kv::KvStore;
 
 /// One accepted connection, as handlers see it.
 #[derive(Debug, Clone)]
@@ -98,8 +98,8 @@ pub struct Access {
 pub struct Sinks {
     /// The counters the server records (see `metrics/mod.rs`; `crates/ops` exposes them).
     pub metrics: Metrics,
-    /// Recent changes, for the API and its live stream (see `events.rs`).
-    pub events: crate::events::Events,
+    /// Recent changes, for the API and its live stream (`crates/events`).
+    pub events: events::Events,
     /// The version each live broker registered with.
     pub versions: crate::versions::BrokerVersions,
 }
@@ -110,7 +110,7 @@ pub struct Work {
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     /// Where large registrations are decoded and applied: one thread per core but one (at
     /// least one), at a lower priority than the route reads.
-    pub(crate) lane: crate::lane::Lane,
+    pub(crate) lane: lane::Lane,
     /// The route snapshot file, when `routeSnapshotEnable` is on.
     pub route_snapshot: Option<crate::snapshot::SnapshotFile>,
 }
@@ -155,13 +155,13 @@ impl State {
             access: Access { auth: None, trusted_proxies: snapshot.trusted_proxies() },
             sinks: Sinks {
                 metrics: Metrics::new(snapshot.metrics_enable),
-                events: crate::events::Events::default(),
+                events: events::Events::default(),
                 versions: crate::versions::BrokerVersions::default(),
             },
             work: Work {
                 unregister_tx,
                 unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
-                lane: crate::lane::Lane::new(threads, crate::lane::LANE_NICE),
+                lane: lane::Lane::new(threads, lane::LANE_NICE),
                 route_snapshot: snapshot
                     .route_snapshot_enable
                     .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),
@@ -254,7 +254,7 @@ impl State {
     }
 
     /// Records an event at the current liveness-clock time.
-    pub fn event(&self, event: crate::events::NewEvent) {
+    pub fn event(&self, event: events::NewEvent) {
         self.sinks.events.record(event, self.now_ms());
     }
 

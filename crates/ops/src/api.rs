@@ -21,8 +21,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use namesrv::events::Event;
-use namesrv::kv::ORDER_TOPIC_CONFIG;
+use events::Event;
+use kv::ORDER_TOPIC_CONFIG;
 use namesrv::route::{BrokerRow, RouteForm, TopicFilter};
 use namesrv::state::State;
 
@@ -335,8 +335,7 @@ async fn events(
 ) -> Result<Json<Value>, ApiError> {
     let params = Params::new(query, &["after", "limit"])?;
     let after = params.number("after", 0, usize::MAX)? as u64;
-    let limit =
-        params.number("limit", namesrv::events::RING_CAPACITY, namesrv::events::RING_CAPACITY)?;
+    let limit = params.number("limit", events::RING_CAPACITY, events::RING_CAPACITY)?;
     let events: Vec<Arc<Event>> = state.sinks.events.since(after, limit);
     let events: Vec<&Event> = events.iter().map(|e| &**e).collect();
     Ok(Json(json!({"events": events})))

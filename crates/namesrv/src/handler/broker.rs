@@ -23,14 +23,14 @@ use super::delta::Skimmed;
 use super::digest::{digest_around_version, digest_fields, digest_registration};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
-use crate::events::{EventKind, NewEvent};
-use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::limits::Cap;
 use crate::metrics::{RegistrationOutcome, RemovalReason};
 use crate::route::{
     RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest, VersionFrame,
 };
 use crate::state::{ConnCtx, State};
+use events::{EventKind, NewEvent};
+use kv::ORDER_TOPIC_CONFIG;
 
 /// A handler-level REGISTER_BROKER failure (`dispatch` answers code 1 and `"extFields":{}`
 /// like Java's).

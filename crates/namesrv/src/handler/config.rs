@@ -22,8 +22,8 @@ pub async fn update(state: &State, request: &RemotingCommand) -> HandlerResult {
         .map_err(|e| HandlerError::System(format!("config update task failed: {e}")))?;
     match outcome {
         Ok(()) => {
-            state.event(crate::events::NewEvent::new(
-                crate::events::EventKind::ConfigUpdated,
+            state.event(events::NewEvent::new(
+                events::EventKind::ConfigUpdated,
                 format!("keys: {}", keys.join(", ")),
             ));
             Ok(success())

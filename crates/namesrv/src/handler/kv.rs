@@ -10,9 +10,9 @@ use remoting::headers::{
 use remoting::RemotingCommand;
 
 use super::{or_null, success, success_json, HandlerError, HandlerResult};
-use crate::kv::{KvError, KvStore};
 use crate::limits::Cap;
 use crate::state::State;
+use ::kv::{KvError, KvStore};
 use remoting::text::clip;
 
 /// Runs a persisting KV operation off the async workers (it fsyncs).

@@ -5,9 +5,9 @@ use remoting::headers::{GetRouteInfoRequestHeader, HeaderValue, ZONE_MODE, ZONE_
 use remoting::{version, RemotingCommand};
 
 use super::{or_null, success, success_json, HandlerError, HandlerResult};
-use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::route::{zone_filter, RouteForm};
 use crate::state::State;
+use kv::ORDER_TOPIC_CONFIG;
 
 /// 105: the topic's route, in standard JSON for clients ≥ V4_9_4 or `acceptStandardJsonOnly`,
 /// else legacy JSON; zone-filtered (always legacy) when the client asks for its zone.

@@ -37,8 +37,7 @@ pub fn delete_topic(state: &State, request: &RemotingCommand) -> HandlerResult {
             let detail =
                 cluster.map_or_else(|| "all clusters".to_owned(), |c| format!("cluster {c}"));
             let mut event =
-                crate::events::NewEvent::new(crate::events::EventKind::TopicDeleted, detail)
-                    .topic(topic);
+                events::NewEvent::new(events::EventKind::TopicDeleted, detail).topic(topic);
             event.cluster = cluster.map(str::to_owned);
             state.event(event);
         }

@@ -17,8 +17,6 @@
 //! `metricsEnable`: when it is `false` the connection path skips the per-request recording (its
 //! clock reads included) and `/metrics` answers 404, but counting elsewhere stays harmless.
 
-pub mod clock;
-
 pub use counters::{
     DurationHistogram, HistogramSnapshot, RequestDurations, RequestResult, RequestStats,
     RequestTotal, Striped, REQUEST_BOUNDS_NS,
@@ -152,7 +150,7 @@ impl Metrics {
     /// Every counter at zero. `enabled` is `metricsEnable`.
     pub fn new(enabled: bool) -> Self {
         if enabled {
-            clock::start_calibration();
+            counters::clock::start_calibration();
         }
         Self {
             enabled,

@@ -8,8 +8,7 @@
 //!
 //! Files: `table.rs` (the data model), `register.rs` (REGISTER_BROKER, REGISTER_TOPIC),
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
-//! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cow.rs` (the
-//! sharded copy-on-write map behind the topic table), `cache.rs` (per-topic encoded bodies),
+//! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cache.rs` (per-topic encoded bodies),
 //! `routes.rs` ([`Routes`]: `snapshot()` for every read, `write()` for every change), `snapshot/` (the tables as route-snapshot bytes and back: v2 binary, v1 JSON read),
 //! `view.rs` (read-only views for the operations API).
 //!
@@ -27,7 +26,6 @@
 //!   topic is the one of the smallest broker name.
 
 mod cache;
-mod cow;
 mod live;
 mod query;
 mod register;
@@ -48,6 +46,9 @@ pub use snapshot::{
 };
 pub use table::RouteTable;
 pub use view::{BrokerRow, LiveRow, TopicFilter, TopicPage};
+
+/// Where a body's `DataVersion` sits (kept opaque here; the server computes it from the bytes).
+pub use remoting::body::VersionFrame;
 
 use std::sync::Arc;
 
@@ -116,59 +117,6 @@ impl DeltaBase {
     /// Whether an entry with this digest was in the base's body.
     pub fn has(&self, entry_digest: u64) -> bool {
         self.entries.binary_search(&entry_digest).is_ok()
-    }
-}
-
-/// The position of the `DataVersion` value in a registration body: the lengths of the bytes
-/// before and after it, and their CRC32s (so the checksum of a body that differs only in its
-/// version needs no pass over the body).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VersionFrame {
-    pub prefix_len: usize,
-    pub suffix_len: usize,
-    pub prefix_crc: u32,
-    pub suffix_crc: u32,
-}
-
-impl VersionFrame {
-    /// The frame of a body split into `before`, the version, and `after`.
-    pub fn new(before: &[u8], after: &[u8]) -> Self {
-        Self {
-            prefix_len: before.len(),
-            suffix_len: after.len(),
-            prefix_crc: crc32fast::hash(before),
-            suffix_crc: crc32fast::hash(after),
-        }
-    }
-
-    /// The masked `bodyCrc32` of this frame's prefix and suffix around `middle`.
-    /// Java: `UtilAll#crc32` (`& 0x7FFFFFFF`)
-    pub fn body_crc32(&self, middle: &[u8]) -> i32 {
-        let mut crc =
-            crc32fast::Hasher::new_with_initial_len(self.prefix_crc, self.prefix_len as u64);
-        let mut mid = crc32fast::Hasher::new();
-        mid.update(middle);
-        crc.combine(&mid);
-        crc.combine(&crc32fast::Hasher::new_with_initial_len(
-            self.suffix_crc,
-            self.suffix_len as u64,
-        ));
-        i32::try_from(crc.finalize() & 0x7FFF_FFFF).unwrap_or(0)
-    }
-}
-
-#[cfg(test)]
-mod frame_tests {
-    use super::VersionFrame;
-
-    #[test]
-    fn the_combined_crc_is_the_crc_of_the_whole_body() {
-        let body = br#"{"a":1,"dataVersion":{"counter":12345},"topicConfigTable":{"T":{}}}"#;
-        let (start, end) = (21, 38);
-        assert_eq!(&body[start..end], br#"{"counter":12345}"#.as_slice());
-        let frame = VersionFrame::new(&body[..start], &body[end..]);
-        assert_eq!(frame.body_crc32(&body[start..end]), remoting::body::body_crc32(body));
-        assert_ne!(frame.body_crc32(br#"{"counter":12346}"#), remoting::body::body_crc32(body));
     }
 }
 

@@ -12,8 +12,8 @@ use remoting::body::{
 };
 
 use super::cache::BodyCache;
-use super::cow::CowMap;
 use super::ConnId;
+use cowmap::CowMap;
 
 /// Java `BrokerData`: one broker group (a master and its slaves sharing a broker name).
 #[derive(Debug, Clone, PartialEq, Eq)]

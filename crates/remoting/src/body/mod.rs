@@ -22,7 +22,7 @@ mod lenient;
 pub mod skim;
 
 pub use controller::*;
-pub use crc::{body_crc32, body_crc32_matches};
+pub use crc::{body_crc32, body_crc32_matches, VersionFrame};
 pub use json::{to_json, to_legacy_json, to_standard_json, write_json, JsonMode};
 pub use lenient::from_json;
 

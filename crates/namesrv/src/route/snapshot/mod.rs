@@ -196,4 +196,7 @@ fn parse_header(line: &str) -> Result<(u32, usize, u32), SnapshotError> {
 }
 
 #[cfg(any(test, feature = "snapshot-v1-writer"))]
-pub use v1::to_v1_snapshot;
+#[path = "../tests/v1_writer.rs"]
+mod v1_writer;
+#[cfg(any(test, feature = "snapshot-v1-writer"))]
+pub use v1_writer::to_v1_snapshot;

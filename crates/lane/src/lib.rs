@@ -120,7 +120,7 @@ impl Drop for Lane {
 
 /// Lowers the calling thread's priority to `nice`, never raising it (Linux: a thread's nice
 /// value is its own; a process started at a higher nice value keeps it).
-pub(crate) fn lower_priority(nice: i32) {
+pub fn lower_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         let tid = rustix::thread::gettid();

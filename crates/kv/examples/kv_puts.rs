@@ -3,12 +3,12 @@
 //! durable) and for 16 clients at once. Writes under the given directory (default: a temp dir
 //! under the current one, on the same disk as the project).
 //!
-//! `cargo run --release -p namesrv --example kv_puts [dir]`
+//! `cargo run --release -p kv --example kv_puts [dir]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use namesrv::kv::KvStore;
+use kv::KvStore;
 
 const RUN: Duration = Duration::from_secs(3);
 

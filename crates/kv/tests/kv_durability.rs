@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use namesrv::kv::KvStore;
+use kv::KvStore;
 
 const CHILD_ENV: &str = "KV_DURABILITY_CHILD";
 const TEST_NAME: &str = "acknowledged_puts_survive_sigkill";

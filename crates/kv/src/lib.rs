@@ -25,7 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, RwLock};
 
 use thiserror::Error;
 
-use crate::persist;
+use conf::persist;
 use file::{parse_file, to_json, Table};
 use journal::Op;
 

@@ -23,7 +23,7 @@ const FANOUT: usize = 256;
 /// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, bits 40–47
 /// the leaf (the leaf's table uses the low bits for buckets and the top 7 for its control bytes).
 #[derive(Clone)]
-pub(super) struct CowMap<V> {
+pub struct CowMap<V> {
     mids: Vec<Arc<Mid<V>>>,
     hasher: RandomState,
     len: usize,
@@ -56,8 +56,12 @@ fn slot_of(hash: u64) -> (usize, usize) {
 }
 
 impl<V: Clone> CowMap<V> {
-    pub(super) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     fn hash(&self, key: &str) -> u64 {
@@ -75,21 +79,21 @@ impl<V: Clone> CowMap<V> {
         Arc::make_mut(&mut Arc::make_mut(&mut self.mids[mid])[leaf])
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<&V> {
+    pub fn get(&self, key: &str) -> Option<&V> {
         self.get_key_value(key).map(|(_, v)| v)
     }
 
-    pub(super) fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
+    pub fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
         let hash = self.hash(key);
         self.leaf(hash).find(hash, |(k, _)| **k == *key).map(|(k, v)| (k, v))
     }
 
-    pub(super) fn contains_key(&self, key: &str) -> bool {
+    pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
     /// Inserts or replaces; copies the leaf (and its middle node) if shared with a snapshot.
-    pub(super) fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
+    pub fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
         let hash = self.hash(&key);
         let hasher = self.hasher.clone();
         let leaf = self.leaf_mut(hash);
@@ -106,7 +110,7 @@ impl<V: Clone> CowMap<V> {
     }
 
     /// Removes; copies the leaf only when the key is present.
-    pub(super) fn remove(&mut self, key: &str) -> Option<V> {
+    pub fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
         self.leaf(hash).find(hash, |(k, _)| **k == *key)?;
         let leaf = self.leaf_mut(hash);
@@ -121,7 +125,7 @@ impl<V: Clone> CowMap<V> {
     /// snapshot restore: one random walk of the tree per key, and a re-hash of keys long out of
     /// the cache, made 1,000,000 inserts 2–3× slower). Returns how many keys were already
     /// present (their value replaced).
-    pub(super) fn insert_many(&mut self, entries: Vec<(Arc<str>, V)>) -> usize {
+    pub fn insert_many(&mut self, entries: Vec<(Arc<str>, V)>) -> usize {
         let mut hashed: Vec<(u64, Arc<str>, V)> =
             entries.into_iter().map(|(k, v)| (self.hash(&k), k, v)).collect();
         hashed.sort_unstable_by_key(|(hash, _, _)| slot_of(*hash));
@@ -153,7 +157,7 @@ impl<V: Clone> CowMap<V> {
     }
 
     /// Every entry, leaf by leaf (no particular order).
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
         self.mids
             .iter()
             .flat_map(|mid| mid.iter())
