@@ -720,8 +720,11 @@ async fn evaluate_everything(prometheus_bin: PathBuf) {
                 durations.len()
             );
             assert!(server.is_finite(), "[{title}] {what}: {promql} gives {server}");
+            // Both interpolate inside the same bucket; Prometheus's arithmetic and ours may
+            // differ in the last bits (0.004000000000000006 against 0.0040000000000000036 failed
+            // a strict comparison), which is not a quantile above the client's.
             assert!(
-                server <= client,
+                server <= client * (1.0 + 1e-9),
                 "[{title}] {what}: p{q} {server} s above the load generator's {client} s"
             );
             compared += 1;

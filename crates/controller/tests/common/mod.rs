@@ -342,6 +342,19 @@ impl Broker {
 
     /// One BROKER_HEARTBEAT (oneway) to `node`.
     pub async fn heartbeat(&self, client: &Client, node: &str, timeout_ms: i64) {
+        let _ = client.pinned(node).invoke_oneway(self.heartbeat_request(timeout_ms)).await;
+    }
+
+    /// A heartbeat sent as a request: it has been applied when this returns (the node answers a
+    /// heartbeat that asks for an answer; a oneway one may still be queued when the next request,
+    /// on another connection, is served).
+    pub async fn heartbeat_acked(&self, client: &Client, node: &str, timeout_ms: i64) {
+        // A node that is down answers nothing: as with a oneway heartbeat, the caller finds out
+        // from what it asks next.
+        let _ = client.pinned(node).invoke(self.heartbeat_request(timeout_ms)).await;
+    }
+
+    fn heartbeat_request(&self, timeout_ms: i64) -> RemotingCommand {
         let header = BrokerHeartbeatRequestHeader {
             cluster_name: Some(CLUSTER.into()),
             broker_addr: Some(self.addr.clone()),
@@ -353,8 +366,7 @@ impl Broker {
             heartbeat_timeout_mills: Some(timeout_ms),
             election_priority: Some(0),
         };
-        let _ =
-            client.pinned(node).invoke_oneway(request(RequestCode::BrokerHeartbeat, &header)).await;
+        request(RequestCode::BrokerHeartbeat, &header)
     }
 
     /// Asks the group's leader to elect this broker (a broker-triggered election).
@@ -392,11 +404,12 @@ pub async fn keep_heartbeating(
     let token = stop.clone();
     let clients: Vec<Client> = brokers.iter().map(|_| client(&addrs)).collect();
     // The first round before returning: every broker is alive on every node when the caller
-    // goes on (an election or a sync-state change right after would otherwise race it).
+    // goes on (an election or a sync-state change right after would otherwise race it): answered,
+    // not oneway, so that each has been applied.
     for ((name, addr, id), client) in brokers.iter().zip(&clients) {
         let b = Broker { name: name.clone(), addr: addr.clone(), id: *id };
         for node in &addrs {
-            b.heartbeat(client, node, timeout_ms).await;
+            b.heartbeat_acked(client, node, timeout_ms).await;
         }
     }
     tokio::spawn(async move {
