@@ -1,14 +1,21 @@
 //! `CowMap`: a string-keyed map split into leaves under a two-level tree of shared nodes, copied
 //! on first write, so cloning the whole route table for a new snapshot costs a few hundred
 //! reference counts, and a write that touches k topics copies at most k leaves (plus the
-//! ≤ 256-pointer middle nodes above them), never the whole table.
+//! middle nodes above them), never the whole table.
 //!
 //! Why two levels (#25): with one level of 256 shards a 10,000-topic registration at 1,000,000
 //! topics touched every shard and so copied the whole table (S7's profile, bench/results/
 //! scale.md: 61 % of the registration lane's time in this copy; 599 ms for a changed
-//! 10k-topic table at 1M topics against 72 ms at 10k). With 65,536 leaves a leaf holds ~15 topics
-//! at 1M, so the same registration copies ~150k entries instead of 1M, and a small one (the 1 %
-//! churn) a few hundred.
+//! 10k-topic table at 1M topics against 72 ms at 10k). At 1M a middle node splits into 256
+//! leaves of ~15 topics, so the same registration copies ~150k entries instead of 1M, and a
+//! small one (the 1 % churn) a few hundred.
+//!
+//! Why the leaves per middle node grow with it (#23's paired S1 rounds): a fixed 65,536 leaves
+//! left a 40,000-topic table with one key per leaf, spread over 65,536 small allocations, and a
+//! route read's look-up took 63 ns against 35 ns with the old 256 shards (S1 0.91×). A middle
+//! node now starts with one leaf and doubles its leaves when they hold more than
+//! [`LEAF_KEYS`] keys on average (only its own keys move, 1/256 of the table), so a leaf holds
+//! 8–16 keys at any size (`examples/lookups.rs` measures the look-up).
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -16,15 +23,19 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
-/// Fan-out of each level: 256 middle nodes of 256 leaves.
+/// Middle nodes under the root, and the most leaves under one middle node.
 const FANOUT: usize = 256;
 
+/// A middle node doubles its leaves when they would hold more than this many keys on average.
+const LEAF_KEYS: usize = 16;
+
 /// A string-keyed map with copy-on-write nodes. `V` should be cheap to clone (an `Arc`).
-/// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, bits 40–47
-/// the leaf (the leaf's table uses the low bits for buckets and the top 7 for its control bytes).
+/// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, the next
+/// bits (as many as its leaves need, up to 8) the leaf (the leaf's table uses the low bits for
+/// buckets and the top 7 for its control bytes).
 #[derive(Clone)]
 pub struct CowMap<V> {
-    mids: Vec<Arc<Mid<V>>>,
+    mids: [Slot<V>; FANOUT],
     hasher: RandomState,
     len: usize,
 }
@@ -32,27 +43,76 @@ pub struct CowMap<V> {
 /// One leaf: keys and values in a table probed with the map's hash.
 type Leaf<V> = HashTable<(Arc<str>, V)>;
 
-/// A middle node: [`FANOUT`] leaves, shared until written.
-type Mid<V> = Vec<Arc<Leaf<V>>>;
+/// The root's pointer to a middle node, beside the node's mask (`mask + 1` leaves in use, a
+/// power of two): a look-up reads both from one line of the root, then the leaf pointer from
+/// the node, then the leaf's table (as many dependent reads as a one-level map of shards).
+#[derive(Clone)]
+struct Slot<V> {
+    mask: usize,
+    node: Arc<Mid<V>>,
+}
+
+/// A middle node: its leaves, shared until written (those past the mask point to the empty
+/// leaf), inline in its `Arc`, and how many keys they hold.
+#[derive(Clone)]
+struct Mid<V> {
+    len: usize,
+    leaves: [Arc<Leaf<V>>; FANOUT],
+}
 
 impl<V> Default for CowMap<V> {
     fn default() -> Self {
         // Every slot starts on one shared empty leaf and middle node (copied on first write), so
-        // an empty map is a few allocations, not 65,536.
+        // an empty map is a few allocations.
         let leaf: Arc<Leaf<V>> = Arc::new(HashTable::new());
-        let mid: Arc<Mid<V>> = Arc::new((0..FANOUT).map(|_| Arc::clone(&leaf)).collect());
+        let mid = Arc::new(Mid { len: 0, leaves: std::array::from_fn(|_| Arc::clone(&leaf)) });
         Self {
-            mids: (0..FANOUT).map(|_| Arc::clone(&mid)).collect(),
+            mids: std::array::from_fn(|_| Slot { mask: 0, node: Arc::clone(&mid) }),
             hasher: RandomState::default(),
             len: 0,
         }
     }
 }
 
-/// Which middle node and leaf a hash lives in (the hasher is shared by clones, so the choice is
-/// too).
-fn slot_of(hash: u64) -> (usize, usize) {
-    (((hash >> 32) as usize) & (FANOUT - 1), ((hash >> 40) as usize) & (FANOUT - 1))
+/// Which middle node a hash lives in (the hasher is shared by clones, so the choice is too).
+fn mid_of(hash: u64) -> usize {
+    ((hash >> 32) as usize) & (FANOUT - 1)
+}
+
+/// Which of a middle node's leaves a hash lives in, given the node's mask.
+fn leaf_of(hash: u64, mask: usize) -> usize {
+    ((hash >> 40) as usize) & mask
+}
+
+/// The mask a middle node holding `len` keys should have.
+fn mask_for(len: usize) -> usize {
+    let leaves = len.div_ceil(LEAF_KEYS).next_power_of_two().min(FANOUT);
+    leaves - 1
+}
+
+impl<V: Clone> Slot<V> {
+    /// The node made private to this map, with its mask grown for `len` keys: each doubling
+    /// splits every leaf between it and its new sibling by the next hash bit (new tables; the
+    /// old leaves stay with any snapshot that shares them).
+    fn private_for(&mut self, len: usize, hasher: &RandomState) -> (&mut Mid<V>, usize) {
+        let node = Arc::make_mut(&mut self.node);
+        while self.mask < mask_for(len) {
+            let old = self.mask + 1;
+            for j in 0..old {
+                let (mut low, mut high) = (HashTable::new(), HashTable::new());
+                for (k, v) in node.leaves[j].iter() {
+                    let hash = hasher.hash_one(&**k);
+                    let to = if leaf_of(hash, 2 * old - 1) == j { &mut low } else { &mut high };
+                    let entry = (Arc::clone(k), v.clone());
+                    to.insert_unique(hash, entry, |(k, _)| hasher.hash_one(&**k));
+                }
+                node.leaves[j] = Arc::new(low);
+                node.leaves[j + old] = Arc::new(high);
+            }
+            self.mask = 2 * old - 1;
+        }
+        (node, self.mask)
+    }
 }
 
 impl<V: Clone> CowMap<V> {
@@ -69,14 +129,16 @@ impl<V: Clone> CowMap<V> {
     }
 
     fn leaf(&self, hash: u64) -> &Arc<Leaf<V>> {
-        let (mid, leaf) = slot_of(hash);
-        &self.mids[mid][leaf]
+        let slot = &self.mids[mid_of(hash)];
+        &slot.node.leaves[leaf_of(hash, slot.mask)]
     }
 
-    /// The leaf of `hash`, made private to this map (copying it and its middle node if shared).
-    fn leaf_mut(&mut self, hash: u64) -> &mut Leaf<V> {
-        let (mid, leaf) = slot_of(hash);
-        Arc::make_mut(&mut Arc::make_mut(&mut self.mids[mid])[leaf])
+    /// The middle node of `hash`, made private to this map with room for `more` keys, and its
+    /// mask.
+    fn mid_mut(&mut self, hash: u64, more: usize) -> (&mut Mid<V>, usize) {
+        let slot = &mut self.mids[mid_of(hash)];
+        let len = slot.node.len + more;
+        slot.private_for(len, &self.hasher)
     }
 
     pub fn get(&self, key: &str) -> Option<&V> {
@@ -96,48 +158,70 @@ impl<V: Clone> CowMap<V> {
     pub fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
         let hash = self.hash(&key);
         let hasher = self.hasher.clone();
-        let leaf = self.leaf_mut(hash);
+        // Room for one more key only when it is new (a replacement never moves a leaf).
+        let new = self.leaf(hash).find(hash, |(k, _)| *k == key).is_none();
+        let (mid, mask) = self.mid_mut(hash, usize::from(new));
+        let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
         match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => {
                 Some(std::mem::replace(&mut slot.get_mut().1, value))
             }
             hashbrown::hash_table::Entry::Vacant(slot) => {
                 slot.insert((key, value));
+                mid.len += 1;
                 self.len += 1;
                 None
             }
         }
     }
 
-    /// Removes; copies the leaf only when the key is present.
+    /// Removes; copies the leaf only when the key is present. (A middle node keeps its leaves:
+    /// a table that shrank is looked up as fast as before.)
     pub fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
         self.leaf(hash).find(hash, |(k, _)| **k == *key)?;
-        let leaf = self.leaf_mut(hash);
+        let (mid, mask) = self.mid_mut(hash, 0);
+        let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
         let ((_, old), _) = leaf.find_entry(hash, |(k, _)| **k == *key).ok()?.remove();
+        mid.len -= 1;
         self.len -= 1;
         Some(old)
     }
 
-    /// Inserts every entry of `entries`, leaf by leaf: each key hashed once, the entries sorted
-    /// by the leaf their hash picks, each leaf sized once for its new keys, so each leaf and
-    /// middle node is reached once, in order, and no key's bytes are read again (a route
-    /// snapshot restore: one random walk of the tree per key, and a re-hash of keys long out of
-    /// the cache, made 1,000,000 inserts 2–3× slower). Returns how many keys were already
-    /// present (their value replaced).
+    /// Inserts every entry of `entries`, leaf by leaf: each key hashed once, each middle node
+    /// grown once for its new keys, the entries sorted by the leaf their hash picks, each leaf
+    /// sized once, so each leaf and middle node is reached once, in order, and no key's bytes
+    /// are read again (a route snapshot restore: one random walk of the tree per key, and a
+    /// re-hash of keys long out of the cache, made 1,000,000 inserts 2–3× slower). Returns how
+    /// many keys were already present (their value replaced).
     pub fn insert_many(&mut self, entries: Vec<(Arc<str>, V)>) -> usize {
         let mut hashed: Vec<(u64, Arc<str>, V)> =
             entries.into_iter().map(|(k, v)| (self.hash(&k), k, v)).collect();
-        hashed.sort_unstable_by_key(|(hash, _, _)| slot_of(*hash));
-        let runs: Vec<usize> =
-            hashed.chunk_by(|a, b| slot_of(a.0) == slot_of(b.0)).map(<[_]>::len).collect();
+        // Room first (counting every key as new), so the leaf of a hash no longer moves.
+        let mut more = [0usize; FANOUT];
+        for (hash, _, _) in &hashed {
+            more[mid_of(*hash)] += 1;
+        }
+        for (m, &n) in more.iter().enumerate().filter(|(_, n)| **n > 0) {
+            self.mid_mut((m as u64) << 32, n);
+        }
+        let slot_of = |mids: &[Slot<V>; FANOUT], hash: u64| {
+            let m = mid_of(hash);
+            (m, leaf_of(hash, mids[m].mask))
+        };
+        hashed.sort_unstable_by_key(|(hash, _, _)| slot_of(&self.mids, *hash));
+        let runs: Vec<usize> = hashed
+            .chunk_by(|a, b| slot_of(&self.mids, a.0) == slot_of(&self.mids, b.0))
+            .map(<[_]>::len)
+            .collect();
         let hasher = self.hasher.clone();
         let (mut inserted, mut replaced) = (0, 0);
         let mut entries = hashed.into_iter();
         for run in runs {
             let mut run_entries = entries.by_ref().take(run).peekable();
             let Some(&(hash, _, _)) = run_entries.peek() else { break };
-            let leaf = self.leaf_mut(hash);
+            let (mid, mask) = self.mid_mut(hash, 0);
+            let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
             leaf.reserve(run, |(k, _)| hasher.hash_one(&**k));
             for (hash, key, value) in run_entries {
                 match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
@@ -147,6 +231,7 @@ impl<V: Clone> CowMap<V> {
                     }
                     hashbrown::hash_table::Entry::Vacant(slot) => {
                         slot.insert((key, value));
+                        mid.len += 1;
                         inserted += 1;
                     }
                 }
@@ -160,7 +245,7 @@ impl<V: Clone> CowMap<V> {
     pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
         self.mids
             .iter()
-            .flat_map(|mid| mid.iter())
+            .flat_map(|slot| slot.node.leaves[..=slot.mask].iter())
             .flat_map(|leaf| leaf.iter().map(|(k, v)| (k, v)))
     }
 }
@@ -168,6 +253,51 @@ impl<V: Clone> CowMap<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every leaf in use, middle node by middle node.
+    fn leaves(m: &CowMap<u32>) -> Vec<Arc<Leaf<u32>>> {
+        m.mids.iter().flat_map(|s| s.node.leaves[..=s.mask].iter().cloned()).collect()
+    }
+
+    /// The leaves grow with the table, so a leaf holds a handful of keys at any size: 40,000
+    /// keys do not spread over 65,536 leaves (one key each), and 1,000,000 use all of them.
+    #[test]
+    fn leaves_hold_a_handful_of_keys_at_any_size() {
+        for (n, step) in [(100usize, 1usize), (40_000, 1), (1_000_000, 1)] {
+            let mut m: CowMap<u32> = CowMap::default();
+            let keys: Vec<_> =
+                (0..n).step_by(step).map(|i| (Arc::from(format!("t{i}")), 0)).collect();
+            m.insert_many(keys);
+            let used = leaves(&m).len();
+            let per_leaf = n as f64 / used as f64;
+            assert!(used <= FANOUT * FANOUT);
+            assert!(per_leaf <= LEAF_KEYS as f64, "{n} keys: {used} leaves");
+            if n >= 40_000 {
+                assert!(per_leaf >= 4.0, "{n} keys in {used} leaves: too many leaves");
+            }
+            assert_eq!(m.iter().count(), n);
+        }
+    }
+
+    /// A node that grows leaves its old leaves to the snapshot that shares them: one key at a
+    /// time, the snapshot taken at every step still reads exactly its keys.
+    #[test]
+    fn growing_a_node_leaves_every_snapshot_whole() {
+        let mut m: CowMap<u32> = CowMap::default();
+        let mut snapshots = Vec::new();
+        for i in 0..3_000u32 {
+            m.insert(Arc::from(format!("k{i}")), i);
+            if i % 250 == 0 {
+                snapshots.push((i, m.clone()));
+            }
+        }
+        for (last, s) in &snapshots {
+            assert_eq!(s.len(), *last as usize + 1);
+            assert!((0..=*last).all(|i| s.get(&format!("k{i}")) == Some(&i)));
+            assert_eq!(s.get(&format!("k{}", last + 1)), None);
+        }
+        assert!(leaves(&m).len() > FANOUT, "the nodes grew");
+    }
 
     #[test]
     fn clone_shares_until_written_and_writes_stay_private() {
@@ -204,7 +334,7 @@ mod tests {
         let a: CowMap<u32> = CowMap::default();
         let mut b = a.clone();
         assert_eq!(b.remove("nope"), None);
-        assert!(a.mids.iter().zip(&b.mids).all(|(x, y)| Arc::ptr_eq(x, y)));
+        assert!(a.mids.iter().zip(b.mids.iter()).all(|(x, y)| Arc::ptr_eq(&x.node, &y.node)));
     }
 
     /// A write copies the leaves it touches, not the table: after one insert into a clone of a
@@ -217,11 +347,9 @@ mod tests {
         }
         let mut b = a.clone();
         b.insert(Arc::from("topic-7"), 70);
-        let leaves =
-            |m: &CowMap<u32>| m.mids.iter().flat_map(|mid| mid.iter().cloned()).collect::<Vec<_>>();
         let shared =
             leaves(&a).iter().zip(leaves(&b).iter()).filter(|(x, y)| Arc::ptr_eq(x, y)).count();
-        assert_eq!(shared, FANOUT * FANOUT - 1);
+        assert_eq!(shared, leaves(&a).len() - 1);
         assert_eq!((a.get("topic-7"), b.get("topic-7")), (Some(&7), Some(&70)));
         assert_eq!(b.iter().count(), 20_000);
     }
