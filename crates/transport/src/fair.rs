@@ -38,13 +38,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for Fair<S> {
         let progress = ready!(coop::poll_proceed(cx));
         let before = buf.filled().len();
         if buf.remaining() > MAX_READ {
-            // Read into a bounded window of the caller's buffer (zeroed first: the window must
-            // be initialised to lend it out safely; the kernel would zero fresh pages anyway).
-            let window = buf.initialize_unfilled_to(MAX_READ);
-            let mut limited = ReadBuf::new(window);
-            ready!(Pin::new(&mut self.inner).poll_read(cx, &mut limited))?;
-            let n = limited.filled().len();
-            buf.advance(n);
+            // Read into a bounded window of the caller's buffer, lent as it is: `poll_read_buf`
+            // gives the inner reader a `ReadBuf` over the window and advances the caller's by
+            // what it read. (Zeroing the window to lend it, as `ReadBuf::new` needs, cost a
+            // 256 KiB memset per read, on a buffer that is new at every read: 6 % of the
+            // server's time in S2, 1.1 GB/s of registration bodies.)
+            let mut limited = bytes::BufMut::limit(&mut *buf, MAX_READ);
+            ready!(tokio_util::io::poll_read_buf(Pin::new(&mut self.inner), cx, &mut limited))?;
         } else {
             ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
         }
