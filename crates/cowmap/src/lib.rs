@@ -133,10 +133,9 @@ impl<V: Clone> CowMap<V> {
         &slot.node.leaves[leaf_of(hash, slot.mask)]
     }
 
-    /// The middle node of `hash`, made private to this map with room for `more` keys, and its
-    /// mask.
-    fn mid_mut(&mut self, hash: u64, more: usize) -> (&mut Mid<V>, usize) {
-        let slot = &mut self.mids[mid_of(hash)];
+    /// Middle node `m`, made private to this map with room for `more` keys, and its mask.
+    fn mid_mut(&mut self, m: usize, more: usize) -> (&mut Mid<V>, usize) {
+        let slot = &mut self.mids[m];
         let len = slot.node.len + more;
         slot.private_for(len, &self.hasher)
     }
@@ -160,7 +159,7 @@ impl<V: Clone> CowMap<V> {
         let hasher = self.hasher.clone();
         // Room for one more key only when it is new (a replacement never moves a leaf).
         let new = self.leaf(hash).find(hash, |(k, _)| *k == key).is_none();
-        let (mid, mask) = self.mid_mut(hash, usize::from(new));
+        let (mid, mask) = self.mid_mut(mid_of(hash), usize::from(new));
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
         match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => {
@@ -180,7 +179,7 @@ impl<V: Clone> CowMap<V> {
     pub fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
         self.leaf(hash).find(hash, |(k, _)| **k == *key)?;
-        let (mid, mask) = self.mid_mut(hash, 0);
+        let (mid, mask) = self.mid_mut(mid_of(hash), 0);
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
         let ((_, old), _) = leaf.find_entry(hash, |(k, _)| **k == *key).ok()?.remove();
         mid.len -= 1;
@@ -203,7 +202,7 @@ impl<V: Clone> CowMap<V> {
             more[mid_of(*hash)] += 1;
         }
         for (m, &n) in more.iter().enumerate().filter(|(_, n)| **n > 0) {
-            self.mid_mut((m as u64) << 32, n);
+            self.mid_mut(m, n);
         }
         let slot_of = |mids: &[Slot<V>; FANOUT], hash: u64| {
             let m = mid_of(hash);
@@ -220,7 +219,7 @@ impl<V: Clone> CowMap<V> {
         for run in runs {
             let mut run_entries = entries.by_ref().take(run).peekable();
             let Some(&(hash, _, _)) = run_entries.peek() else { break };
-            let (mid, mask) = self.mid_mut(hash, 0);
+            let (mid, mask) = self.mid_mut(mid_of(hash), 0);
             let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
             leaf.reserve(run, |(k, _)| hasher.hash_one(&**k));
             for (hash, key, value) in run_entries {
