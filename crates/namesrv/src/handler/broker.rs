@@ -197,7 +197,7 @@ fn unchanged_in_place(
         conn: conn.id,
         data_version: Some(around.version),
     };
-    let outcome = state.routes.refresh_unchanged(&key, state.now_ms())?;
+    let outcome = state.routes.refresh_unchanged(&key, state.now_ms(), false)?;
     debug!(broker = %clip(broker_addr), "re-registration with an unchanged topic table: answered in place");
     Some((Ok(register_response(state, &config, outcome)), RegistrationOutcome::Unchanged))
 }
@@ -234,7 +234,7 @@ fn register_counted(
             conn: conn.id,
             data_version,
         };
-        if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms()) {
+        if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms(), true) {
             debug!(broker = %clip(broker_addr), new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
             return (
                 Ok(register_response(state, &config, outcome)),

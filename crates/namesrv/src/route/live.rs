@@ -31,9 +31,10 @@ impl RouteTable {
         let Some(live) = self.live.get(cluster, addr) else {
             return (true, None);
         };
-        let changed = data_version != Some(live.data_version);
+        let stored = live.data_version();
+        let changed = data_version != Some(stored);
         live.touch(now_ms);
-        (changed, Some(live.data_version))
+        (changed, Some(stored))
     }
 
     /// The live entry's last refresh (ms) and timeout, for diagnostics and tests.
@@ -59,7 +60,7 @@ impl RouteTable {
     pub fn on_connection_closed(&self, conn: ConnId) -> Vec<UnregisterRequest> {
         self.live
             .iter()
-            .filter(|(_, _, live)| live.conn == conn)
+            .filter(|(_, _, live)| live.registration().conn == conn)
             .map(|(cluster, addr, live)| self.fenced_request(cluster, addr, live))
             .collect()
     }
@@ -78,6 +79,7 @@ impl RouteTable {
             g.addrs.iter().find(|(_, a)| *a == addr).map(|(id, _)| (g.name.to_string(), *id))
         });
         let orphan = holder.is_none();
+        let registration = live.registration();
         let (broker_name, broker_id) =
             holder.map_or((String::new(), None), |(name, id)| (name, Some(id)));
         UnregisterRequest {
@@ -85,7 +87,11 @@ impl RouteTable {
             broker_addr: addr.to_string(),
             broker_name,
             broker_id,
-            fence: Some(Fence { generation: live.generation, conn: live.conn, orphan }),
+            fence: Some(Fence {
+                generation: registration.generation,
+                conn: registration.conn,
+                orphan,
+            }),
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use remoting::text::clip;
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use remoting::body::{
@@ -11,7 +10,7 @@ use remoting::body::{
 };
 use tracing::{info, warn};
 
-use super::table::{Group, Live, QueueSpec, RouteTable, UnchangedStamp};
+use super::table::{Group, Live, QueueSpec, Registration, RouteTable, UnchangedStamp};
 use super::{
     MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, UnchangedRegistration,
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
@@ -99,7 +98,7 @@ impl RouteTable {
         let broker_changed = self
             .live
             .get(&cluster, broker_addr)
-            .is_none_or(|live| live.data_version != wrapper.data_version);
+            .is_none_or(|live| live.data_version() != wrapper.data_version);
         // Whether every topic and mapping of the body was put (or none may be): only then may a
         // body differing in its DataVersion alone skip the algorithm (`refresh_unchanged`).
         let puts = is_master || is_prime_slave;
@@ -162,7 +161,7 @@ impl RouteTable {
             return false;
         };
         let Some(old_live) = self.live.get(cluster, old_addr) else { return false };
-        let old_sv = old_live.data_version.state_version;
+        let old_sv = old_live.data_version().state_version;
         if old_sv <= new_sv {
             return false;
         }
@@ -294,24 +293,25 @@ impl RouteTable {
         now_ms: u64,
         (applied_all, puts_topics): (bool, bool),
     ) {
-        let generation = self.next_generation();
-        let live = Live {
-            last_update_ms: AtomicU64::new(now_ms),
-            timeout_ms: req.heartbeat_timeout_millis.unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT_MS),
-            data_version: req.topic_config.data_version,
-            conn: req.conn,
-            ha_server_addr: req.ha_server_addr.clone(),
-            generation,
-            unchanged_stamp: req.request_digest.map(|request_digest| UnchangedStamp {
-                request_digest,
-                version_frame: req.version_frame,
-                new_version_applies_nothing: applied_all,
-                group: self.group_gens.get(&*req.broker_name).copied().unwrap_or_default(),
-                puts_topics,
-                mappings_gen: self.mappings_gen,
-                delta_base: req.delta_base.clone(),
-            }),
-        };
+        let mut live = Live::new(
+            now_ms,
+            req.heartbeat_timeout_millis.unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT_MS),
+            req.ha_server_addr.clone(),
+            Registration {
+                data_version: req.topic_config.data_version,
+                conn: req.conn,
+                generation: self.next_generation(),
+            },
+        );
+        live.unchanged_stamp = req.request_digest.map(|request_digest| UnchangedStamp {
+            request_digest,
+            version_frame: req.version_frame,
+            new_version_applies_nothing: applied_all,
+            group: self.group_gens.get(&*req.broker_name).copied().unwrap_or_default(),
+            puts_topics,
+            mappings_gen: self.mappings_gen,
+            delta_base: req.delta_base.clone(),
+        });
         if self.put_live(cluster, addr, live) {
             info!(cluster = %clip(cluster), broker = %clip(addr), ha = %clip(&req.ha_server_addr), "new broker registered");
         }
@@ -341,49 +341,38 @@ impl RouteTable {
         let live = self.live.get(&req.cluster, &req.broker_addr)?;
         let version = req.topic_config.data_version;
         let stamp = live.unchanged_stamp.as_ref()?;
-        if !stamp.allows_delta(base, &req.broker_name, version, live.data_version, self) {
+        if !stamp.allows_delta(base, &req.broker_name, version, live.data_version(), self) {
             return None;
         }
         Some(self.register_broker(req, now_ms, false))
     }
 
-    /// Whether [`RouteTable::refresh_unchanged`] would apply (a read-only pre-check).
-    pub(super) fn may_refresh_unchanged(&self, key: &UnchangedRegistration<'_>) -> bool {
-        self.live.get(key.cluster, key.broker_addr).is_some_and(|live| {
-            live.unchanged_stamp
-                .as_ref()
-                .is_some_and(|stamp| stamp.covers(key, live.data_version, self))
-        })
-    }
-
     /// A re-registration identical to this address's last one (same request digest), while no
     /// topic, mapping, cluster, group or filter changed since: Java's full algorithm would change
-    /// nothing but the live entry, so only that is refreshed (new timestamp, connection,
-    /// generation and, when the digest left it out, `DataVersion`: with a new version Java
-    /// re-puts every topic, which finds each queue as it is). `None` when the shortcut does not
-    /// apply; the caller then registers fully.
+    /// nothing but the live entry, so only that is refreshed, in place (new timestamp,
+    /// connection, generation and, when the digest left it out, `DataVersion`: with a new
+    /// version Java re-puts every topic, which finds each queue as it is). No copy of the table
+    /// is made, so its cost does not grow with the table. `None` when the shortcut does not
+    /// apply; the caller then registers fully. Writes must be excluded meanwhile
+    /// ([`Routes::refresh_unchanged`](super::Routes::refresh_unchanged) holds the writer lock):
+    /// a fenced unregistration decides on the generation this replaces.
     pub fn refresh_unchanged(
-        &mut self,
+        &self,
         key: &UnchangedRegistration<'_>,
         now_ms: u64,
     ) -> Option<RegisterOutcome> {
         let live = self.live.get(key.cluster, key.broker_addr)?;
-        let stamp = live.unchanged_stamp.clone()?;
-        if !stamp.covers(key, live.data_version, self) {
+        let stamp = live.unchanged_stamp.as_ref()?;
+        let current = live.registration();
+        if !stamp.covers(key, current.data_version, self) {
             return None;
         }
-        let refreshed = Live {
-            last_update_ms: AtomicU64::new(now_ms),
-            timeout_ms: live.timeout_ms,
-            data_version: key.data_version.unwrap_or(live.data_version),
+        let registration = Registration {
+            data_version: key.data_version.unwrap_or(current.data_version),
             conn: key.conn,
-            ha_server_addr: live.ha_server_addr.clone(),
             generation: self.next_generation(),
-            unchanged_stamp: Some(stamp),
         };
-        let cluster = self.cluster_key(key.cluster);
-        let addr: Arc<str> = Arc::from(key.broker_addr);
-        self.put_live(&cluster, &addr, refreshed);
+        live.reregister(registration, now_ms);
         Some(self.master_of(key.cluster, key.broker_name, key.broker_id))
     }
 

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use remoting::body::{
     BrokerData, DataVersion, IntKeyMap, QueueData, TopicConfig, TopicQueueMappingInfo,
 };
@@ -132,20 +133,26 @@ impl TopicEntry {
     }
 }
 
-/// Java `BrokerLiveInfo`, keyed by (cluster, address). The timestamp is atomic so heartbeats need
-/// no write access to the table.
+/// Java `BrokerLiveInfo`, keyed by (cluster, address). Heartbeats and unchanged re-registrations
+/// refresh it in place (an atomic timestamp, a locked [`Registration`]): no copy of the table.
 #[derive(Debug)]
 pub(super) struct Live {
     pub last_update_ms: AtomicU64,
     pub timeout_ms: i64,
-    pub data_version: DataVersion,
-    pub conn: ConnId,
     pub ha_server_addr: String,
-    /// Unique per registration (the fence of expiry / close unregistrations).
-    pub generation: u64,
+    registration: Mutex<Registration>,
     /// Set when the registration was fully applied: lets an identical re-registration skip the
     /// work while nothing else changed the tables ([`RouteTable::refresh_unchanged`]).
     pub unchanged_stamp: Option<UnchangedStamp>,
+}
+
+/// What each registration sets in its live entry, the unchanged ones included.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Registration {
+    pub data_version: DataVersion,
+    pub conn: ConnId,
+    /// Unique per registration (the fence of expiry / close unregistrations).
+    pub generation: u64,
 }
 
 /// The digest of a registration request and the generations of what its outcome depends on,
@@ -222,6 +229,27 @@ impl UnchangedStamp {
 }
 
 impl Live {
+    pub(super) fn new(now_ms: u64, timeout_ms: i64, ha: String, reg: Registration) -> Self {
+        let registration = Mutex::new(reg);
+        let last_update_ms = AtomicU64::new(now_ms);
+        Self { last_update_ms, timeout_ms, ha_server_addr: ha, registration, unchanged_stamp: None }
+    }
+
+    pub(super) fn registration(&self) -> Registration {
+        *self.registration.lock()
+    }
+
+    pub(super) fn data_version(&self) -> DataVersion {
+        self.registration.lock().data_version
+    }
+
+    /// Replaces the registration in every snapshot holding this entry: only under the writer
+    /// lock, so that no write is deciding on the old values meanwhile.
+    pub(super) fn reregister(&self, registration: Registration, now_ms: u64) {
+        *self.registration.lock() = registration;
+        self.touch(now_ms);
+    }
+
     pub(super) fn touch(&self, now_ms: u64) {
         self.last_update_ms.fetch_max(now_ms, Ordering::Relaxed);
     }
@@ -303,8 +331,8 @@ pub struct RouteTable {
     pub(super) group_gens: HashMap<Arc<str>, GroupGens>,
     /// Bumped whenever a static-topic mapping changes.
     pub(super) mappings_gen: u64,
-    /// The last registration generation handed out.
-    pub(super) last_generation: u64,
+    /// The last registration generation handed out (shared by every snapshot).
+    pub(super) last_generation: Arc<AtomicU64>,
     /// Bumped whenever a group or a filter-server entry changes: cached route bodies built at an
     /// older value are stale.
     pub(super) broker_gen: u64,
@@ -391,9 +419,8 @@ impl RouteTable {
         counts.into_iter().map(|(c, n)| (c.to_owned(), n)).collect()
     }
 
-    pub(super) fn next_generation(&mut self) -> u64 {
-        self.last_generation += 1;
-        self.last_generation
+    pub(super) fn next_generation(&self) -> u64 {
+        self.last_generation.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// The table's own `Arc` for a cluster name, or a new one.

@@ -37,7 +37,8 @@ impl RouteTable {
         for (index, req) in reqs.iter().enumerate() {
             let (cluster, addr) = (req.cluster_name.as_str(), req.broker_addr.as_str());
             if let Some(fence) = req.fence {
-                let current = self.live.get(cluster, addr).map(|live| live.generation);
+                let current =
+                    self.live.get(cluster, addr).map(|live| live.registration().generation);
                 if current != Some(fence.generation()) {
                     debug!(
                         cluster,

@@ -58,7 +58,7 @@ impl RouteTable {
                 let live = self.live.get(&group.cluster, addr).map(|l| LiveRow {
                     last_update_ms: l.last_update_ms.load(Ordering::Relaxed),
                     timeout_ms: l.timeout_ms,
-                    data_version: l.data_version,
+                    data_version: l.data_version(),
                     ha_server_addr: l.ha_server_addr.clone(),
                 });
                 rows.push(BrokerRow {

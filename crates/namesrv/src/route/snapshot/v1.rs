@@ -2,13 +2,12 @@
 //! builds before #25 wrote. Its writer is test and measurement code: `route/tests/v1_writer.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use remoting::body::{DataVersion, QueueData, TopicQueueMappingInfo};
 use serde::Deserialize;
 
-use super::super::table::{Group, Live, QueueSpec, RouteTable, TopicEntry};
+use super::super::table::{Group, Live, QueueSpec, Registration, RouteTable, TopicEntry};
 use super::{SnapshotError, RESTORED_CONN};
 
 /// The table of a v1 payload (the JSON after the header line) and when it was written.
@@ -82,16 +81,12 @@ fn restore(payload: Payload, now_ms: u64) -> (RouteTable, u64) {
     }
     for record in payload.live {
         let cluster = table.cluster_key(&record.cluster);
-        let generation = table.next_generation();
-        let live = Live {
-            last_update_ms: AtomicU64::new(now_ms),
-            timeout_ms: record.timeout_ms,
+        let registration = Registration {
             data_version: record.data_version,
             conn: RESTORED_CONN,
-            ha_server_addr: record.ha_server_addr,
-            generation,
-            unchanged_stamp: None,
+            generation: table.next_generation(),
         };
+        let live = Live::new(now_ms, record.timeout_ms, record.ha_server_addr, registration);
         table.live.insert(&cluster, &Arc::from(record.addr), Arc::new(live));
     }
     for (topic, queues) in payload.topics {

@@ -29,7 +29,6 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::io::{self, Write};
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
@@ -37,7 +36,7 @@ use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use remoting::body::{DataVersion, TopicQueueMappingInfo};
 
-use super::super::table::{Group, Live, QueueSpec, RouteTable, TopicEntry};
+use super::super::table::{Group, Live, QueueSpec, Registration, RouteTable, TopicEntry};
 use super::wire::{Reader, Result, Sink};
 use super::RESTORED_CONN;
 
@@ -130,10 +129,11 @@ impl<'a> Records<'a> {
         for (cluster, addr, live) in &self.live {
             sink.varint(strings.id(cluster)?)?;
             sink.varint(strings.id(addr)?)?;
+            let data_version = live.data_version();
             sink.signed(live.timeout_ms)?;
-            sink.signed(live.data_version.counter)?;
-            sink.signed(live.data_version.state_version)?;
-            sink.signed(live.data_version.timestamp)?;
+            sink.signed(data_version.counter)?;
+            sink.signed(data_version.state_version)?;
+            sink.signed(data_version.timestamp)?;
             sink.varint(strings.id(&live.ha_server_addr)?)?;
         }
         sink.count(self.filters.len())?;
@@ -376,15 +376,9 @@ fn read_live(
             timestamp: r.signed()?,
         };
         let ha_server_addr = strings.get(r)?.to_string();
-        let live = Live {
-            last_update_ms: AtomicU64::new(now_ms),
-            timeout_ms,
-            data_version,
-            conn: RESTORED_CONN,
-            ha_server_addr,
-            generation: table.next_generation(),
-            unchanged_stamp: None,
-        };
+        let registration =
+            Registration { data_version, conn: RESTORED_CONN, generation: table.next_generation() };
+        let live = Live::new(now_ms, timeout_ms, ha_server_addr, registration);
         table.live.insert(&cluster, &addr, Arc::new(live));
     }
     Ok(())

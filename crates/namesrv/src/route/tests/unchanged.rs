@@ -3,7 +3,9 @@
 use remoting::body::TopicConfig;
 
 use super::*;
-use crate::route::UnchangedRegistration;
+use std::sync::Arc;
+
+use crate::route::{Routes, UnchangedRegistration};
 
 const DIGEST: u64 = 0xfeed;
 
@@ -351,7 +353,7 @@ mod equivalence {
                         full.register_broker(req.clone(), NOW, false).ok();
                         // As the server: the shortcut, else the difference, else the full body;
                         // whichever is taken must leave what the full algorithm leaves.
-                        let mut short = table.clone();
+                        let short = table.clone();
                         let mut delta = table.clone();
                         table = if short.refresh_unchanged(&key, NOW).is_some() {
                             shortcuts += 1;
@@ -397,4 +399,51 @@ mod equivalence {
             let _ = (shortcuts, deltas);
         }
     }
+}
+
+/// The server's path: the refresh is applied to the live entry every snapshot shares, with no
+/// copy of the table published, and still fences what was decided on the entry it refreshed.
+#[test]
+fn routes_refresh_in_place_and_fence_what_was_decided_before() {
+    let routes = Routes::new();
+    let master = Broker::master();
+    routes.write(|t| register_stamped(t, &master, &["T1", "T2"]));
+    let before = routes.snapshot();
+    let expired_before = before.expire_inactive(u64::MAX);
+    let closed_before = before.on_connection_closed(master.conn);
+    assert_eq!((expired_before.len(), closed_before.len()), (1, 1));
+
+    let later = NOW + 60_000;
+    let moved = master.clone().conn(7);
+    assert!(routes.refresh_unchanged(&key(&moved, DIGEST), later, false).is_some());
+    let after = routes.snapshot();
+    assert!(Arc::ptr_eq(&before, &after), "no copy of the table was published");
+    assert_eq!(after.last_heartbeat(&master.cluster, &master.addr).map(|(t, _)| t), Some(later));
+    assert_eq!(after.on_connection_closed(7).len(), 1, "the entry moved to the new connection");
+    drop((before, after));
+
+    // An expiry or a close decided on the refreshed entry's old generation removes nothing.
+    let outcome = routes.write(|t| t.apply_unregister_batch(&expired_before));
+    assert!(outcome.live_removed.is_empty(), "expiry decided before the refresh");
+    let outcome = routes.write(|t| t.apply_unregister_batch(&closed_before));
+    assert!(outcome.live_removed.is_empty(), "close of the old connection");
+    assert!(routes.snapshot().contains_topic("T1"));
+}
+
+/// An I/O thread never waits for a write under way (a big registration holds the writer lock
+/// for as long as it takes): the refresh says no, and the registration goes to the lane.
+#[test]
+fn an_io_thread_does_not_wait_for_a_write_under_way() {
+    let routes = Arc::new(Routes::new());
+    let master = Broker::master();
+    routes.write(|t| register_stamped(t, &master, &["T1"]));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (shared, broker) = (Arc::clone(&routes), master.clone());
+    std::thread::spawn(move || {
+        let during = shared.write(|_| shared.refresh_unchanged(&key(&broker, DIGEST), NOW, false));
+        let after = shared.refresh_unchanged(&key(&broker, DIGEST), NOW, false);
+        tx.send((during.is_some(), after.is_some())).ok();
+    });
+    let answered = rx.recv_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(answered, Ok((false, true)), "refused during the write, taken after it");
 }

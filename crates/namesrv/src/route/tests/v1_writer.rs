@@ -100,7 +100,7 @@ pub fn to_v1_snapshot(table: &RouteTable, written_at_ms: u64) -> Vec<u8> {
             cluster,
             addr,
             timeout_ms: live.timeout_ms,
-            data_version: live.data_version,
+            data_version: live.data_version(),
             ha_server_addr: &live.ha_server_addr,
         })
         .collect();
