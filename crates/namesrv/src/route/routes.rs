@@ -36,17 +36,12 @@ pub enum RouteForm {
 }
 
 /// The route table as the server shares it. See the module docs for the concurrency design.
+#[derive(Default)]
 pub struct Routes {
     current: ArcSwap<RouteTable>,
     /// Serializes writers; holds the replaced snapshots some reader still had (see
     /// `crate::retired`).
     writer: Mutex<Vec<Arc<RouteTable>>>,
-}
-
-impl Default for Routes {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl fmt::Debug for Routes {
@@ -58,7 +53,7 @@ impl fmt::Debug for Routes {
 impl Routes {
     /// Empty tables.
     pub fn new() -> Self {
-        Self { current: ArcSwap::from_pointee(RouteTable::new()), writer: Mutex::new(Vec::new()) }
+        Self::default()
     }
 
     /// The current snapshot: every read goes through it (a few atomic operations, no lock; many

@@ -2,7 +2,7 @@
 //! clusters, live brokers, filter servers, static-topic mappings) and the helpers the operations in
 //! the sibling files share.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -261,19 +261,23 @@ impl Live {
     }
 }
 
+/// A persistent hash map: a clone shares every node, a write copies the path to its key.
+pub(super) type Shared<K, V> =
+    imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+
 /// A map keyed by (cluster, broker address) that is looked up with two `&str`.
 #[derive(Clone)]
 pub(super) struct ByAddr<V> {
-    map: HashMap<Arc<str>, HashMap<Arc<str>, V>>,
+    map: Shared<Arc<str>, Shared<Arc<str>, V>>,
 }
 
-impl<V> Default for ByAddr<V> {
+impl<V: Clone> Default for ByAddr<V> {
     fn default() -> Self {
-        Self { map: HashMap::new() }
+        Self { map: Shared::default() }
     }
 }
 
-impl<V> ByAddr<V> {
+impl<V: Clone> ByAddr<V> {
     pub(super) fn get(&self, cluster: &str, addr: &str) -> Option<&V> {
         self.map.get(cluster)?.get(addr)
     }
@@ -296,7 +300,7 @@ impl<V> ByAddr<V> {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.map.values().map(HashMap::len).sum()
+        self.map.values().map(Shared::len).sum()
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>, &V)> {
@@ -306,7 +310,7 @@ impl<V> ByAddr<V> {
     }
 }
 
-/// The whole routing state (Java `RouteInfoManager`'s maps). Cloning is cheap (shared shards and
+/// The whole routing state (Java `RouteInfoManager`'s maps). Cloning is cheap (shared nodes and
 /// reference-counted entries), which is how [`Routes`](super::Routes) publishes snapshots.
 ///
 /// Mutating methods take `&mut self`; liveness refreshes (`heartbeat`, `query_data_version`) and
@@ -316,9 +320,9 @@ pub struct RouteTable {
     /// Java `topicQueueTable`.
     pub(super) topics: CowMap<Arc<TopicEntry>>,
     /// Java `brokerAddrTable`.
-    pub(super) groups: BTreeMap<Arc<str>, Arc<Group>>,
+    pub(super) groups: imbl::OrdMap<Arc<str>, Arc<Group>>,
     /// Java `clusterAddrTable`.
-    pub(super) clusters: BTreeMap<Arc<str>, BTreeSet<Arc<str>>>,
+    pub(super) clusters: imbl::OrdMap<Arc<str>, BTreeSet<Arc<str>>>,
     /// Java `brokerLiveTable`.
     pub(super) live: ByAddr<Arc<Live>>,
     /// Java `filterServerTable`.
@@ -328,7 +332,7 @@ pub struct RouteTable {
     /// Per broker group, the generations of what its registrations depend on (the unchanged
     /// shortcut's scope: a registration is compared with its own group's changes, not the
     /// whole table's).
-    pub(super) group_gens: HashMap<Arc<str>, GroupGens>,
+    pub(super) group_gens: Shared<Arc<str>, GroupGens>,
     /// Bumped whenever a static-topic mapping changes.
     pub(super) mappings_gen: u64,
     /// The last registration generation handed out (shared by every snapshot).
