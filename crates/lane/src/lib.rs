@@ -8,6 +8,7 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tracing::debug;
@@ -26,7 +27,18 @@ pub const LANE_NICE: i32 = 2;
 /// `snapshot.rs`).
 pub const SNAPSHOT_NICE: i32 = 19;
 
-type Job = Box<dyn FnOnce() + Send>;
+/// A job runs, and gives back how to answer it: answers wait for the batch's flush.
+type Job = Box<dyn FnOnce() -> Reply + Send>;
+type Reply = Box<dyn FnOnce() + Send>;
+
+/// What a batched lane runs after a batch of jobs and before their answers (the route writer's
+/// publication: a batch's registrations share one copy of what they change).
+pub type Flush = Arc<dyn Fn() + Send + Sync>;
+
+/// A batch ends when the queue is empty, or after this many jobs, or this long after its first
+/// job started: so an answer waits for at most a few more registrations, under any flood.
+const BATCH_JOBS: usize = 8;
+const BATCH_TIME: Duration = Duration::from_millis(100);
 
 /// A pool of lower-priority threads running jobs in arrival order.
 pub struct Lane {
@@ -41,29 +53,30 @@ pub struct Lane {
 pub struct LaneStopped;
 
 impl Lane {
-    /// Starts `threads` (at least one) lane threads at `nice`.
+    /// Starts `threads` (at least one) lane threads at `nice`; each job is answered as soon as
+    /// it ran.
     pub fn new(threads: usize, nice: i32) -> Self {
+        Self::start(threads, nice, None)
+    }
+
+    /// Like [`Lane::new`], but the jobs queued back to back run as a batch: `flush` runs after
+    /// the batch's last job, and only then are the batch's jobs answered.
+    pub fn batched(threads: usize, nice: i32, flush: Flush) -> Self {
+        Self::start(threads, nice, Some(flush))
+    }
+
+    fn start(threads: usize, nice: i32, flush: Option<Flush>) -> Self {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let count = threads.max(1);
         let threads = (0..count)
             .map(|i| {
-                let rx = Arc::clone(&rx);
+                let (rx, flush) = (Arc::clone(&rx), flush.clone());
                 std::thread::Builder::new()
                     .name(format!("register-lane-{i}"))
                     .spawn(move || {
                         lower_priority(nice);
-                        loop {
-                            // The lock is held only while waiting for the next job.
-                            let job = match rx.lock() {
-                                Ok(rx) => rx.recv(),
-                                Err(_) => return,
-                            };
-                            match job {
-                                Ok(job) => job(),
-                                Err(_) => return, // every sender dropped: stopped
-                            }
-                        }
+                        run_jobs(&rx, flush.as_deref());
                     })
                     .expect("spawn a registration lane thread")
             })
@@ -86,8 +99,13 @@ impl Lane {
         // liveness stamps of lane and worker agree, also under a paused test clock).
         let runtime = tokio::runtime::Handle::try_current().ok();
         let job: Job = Box::new(move || {
-            let _context = runtime.as_ref().map(tokio::runtime::Handle::enter);
-            let _ = done.send(job());
+            let result = {
+                let _context = runtime.as_ref().map(tokio::runtime::Handle::enter);
+                job()
+            };
+            Box::new(move || {
+                let _ = done.send(result);
+            })
         });
         {
             let tx = self.tx.lock().map_err(|_| LaneStopped)?;
@@ -115,6 +133,40 @@ impl Lane {
 impl Drop for Lane {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A lane thread's loop: waits for a job when it has none to answer; with `flush`, takes the jobs
+/// already queued into its batch (see [`BATCH_JOBS`]), then flushes and answers them.
+fn run_jobs(rx: &Mutex<mpsc::Receiver<Job>>, flush: Option<&(dyn Fn() + Send + Sync)>) {
+    let mut replies: Vec<Reply> = Vec::new();
+    let mut started = Instant::now();
+    loop {
+        // The lock is held only while waiting for (or looking for) the next job.
+        let next = match rx.lock() {
+            Ok(rx) if replies.is_empty() => rx.recv().ok(),
+            Ok(rx) if replies.len() < BATCH_JOBS && started.elapsed() < BATCH_TIME => {
+                rx.try_recv().ok()
+            }
+            _ => None,
+        };
+        match next {
+            Some(job) => {
+                if replies.is_empty() {
+                    started = Instant::now();
+                }
+                replies.push(job());
+                if flush.is_some() {
+                    continue;
+                }
+            }
+            None if replies.is_empty() => return, // every sender dropped: stopped
+            None => {}
+        }
+        if let Some(flush) = flush {
+            flush();
+        }
+        replies.drain(..).for_each(|reply| reply());
     }
 }
 
@@ -161,5 +213,52 @@ mod tests {
         }
         lane.stop();
         assert!(matches!(lane.run(|| 1).await, Err(LaneStopped)));
+    }
+
+    /// Jobs queued back to back are answered only after the flush that follows the last of
+    /// them; a job queued alone gets a flush of its own.
+    #[tokio::test]
+    async fn a_batch_is_answered_after_its_flush() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let flushes = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&flushes);
+        let lane = Arc::new(Lane::batched(
+            1,
+            LANE_NICE,
+            Arc::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }),
+        ));
+        // Hold the lane thread so that the next jobs queue behind it.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let lane = Arc::clone(&lane);
+            tokio::spawn(async move { lane.run(move || held.recv().is_ok()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let queued: Vec<_> = (0..4)
+            .map(|i| {
+                let (lane, flushes) = (Arc::clone(&lane), Arc::clone(&flushes));
+                tokio::spawn(async move {
+                    let in_job = Arc::clone(&flushes);
+                    let seen = lane.run(move || in_job.load(Ordering::SeqCst)).await;
+                    (i, seen.expect("ran"), flushes.load(Ordering::SeqCst))
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        release.send(()).expect("release");
+        assert!(holder.await.expect("joined").expect("ran"));
+        for job in queued {
+            let (i, ran_after, answered_after) = job.await.expect("joined");
+            assert!(answered_after > ran_after, "job {i} answered before a flush that followed it");
+        }
+        let before = flushes.load(Ordering::SeqCst);
+        assert!(
+            before <= 2,
+            "the queued jobs were one batch (with the held one at most): {before}"
+        );
+        lane.run(|| ()).await.expect("ran");
+        assert_eq!(flushes.load(Ordering::SeqCst), before + 1, "a lone job has its own flush");
     }
 }

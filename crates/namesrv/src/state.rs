@@ -70,7 +70,7 @@ impl Readiness {
 /// methods.
 pub struct State {
     pub config: Arc<SharedConfig>,
-    pub routes: Routes,
+    pub routes: Arc<Routes>,
     pub kv: Arc<KvStore>,
     /// The resource caps' shared counters and budgets.
     pub limits: Arc<crate::limits::Limits>,
@@ -148,8 +148,11 @@ impl State {
         let (unregister_tx, unregister_rx) = mpsc::channel(capacity);
         let threads =
             std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+        let routes = Arc::new(Routes::new());
+        let publisher = Arc::clone(&routes);
+        let publish: lane::Flush = Arc::new(move || publisher.publish());
         Self {
-            routes: Routes::new(),
+            routes,
             kv: Arc::new(kv),
             limits: Arc::default(),
             access: Access { auth: None, trusted_proxies: snapshot.trusted_proxies() },
@@ -161,7 +164,7 @@ impl State {
             work: Work {
                 unregister_tx,
                 unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
-                lane: lane::Lane::new(threads, lane::LANE_NICE),
+                lane: lane::Lane::batched(threads, lane::LANE_NICE, publish),
                 route_snapshot: snapshot
                     .route_snapshot_enable
                     .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),

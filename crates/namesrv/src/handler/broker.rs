@@ -100,7 +100,9 @@ pub async fn register(
     request: &RemotingCommand,
 ) -> HandlerResult {
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
-        return register_now(state, conn, request);
+        let answer = register_now(state, conn, request);
+        state.routes.publish(); // the lane publishes its batches; this write is answered now
+        return answer;
     }
     // A re-registration that differs from the broker's last one in its DataVersion alone (every
     // broker, every 30 s) costs a digest of its body: answered here, never queued on the lane
@@ -149,8 +151,10 @@ fn record(
         if let (Some(cluster), Some(addr)) = (request.ext("clusterName"), request.ext("brokerAddr"))
         {
             // Only a live broker's version is kept (its record goes with it): a registration
-            // fenced by a newer stateVersion left no live entry, and keeps no record (#21).
-            if state.routes.snapshot().last_heartbeat(cluster, addr).is_some() {
+            // fenced by a newer stateVersion left no live entry, and keeps no record (#21). An
+            // unchanged one refreshed a live entry; another may be in the lane's batch.
+            let unchanged = matches!(outcome, RegistrationOutcome::Unchanged);
+            if unchanged || state.routes.is_live_as_written(cluster, addr) {
                 state.sinks.versions.set(cluster, addr, request.version);
             } else {
                 state.sinks.versions.remove(cluster, addr);
@@ -270,7 +274,7 @@ fn register_counted(
         };
     registration.delta_base = base;
     let now_ms = state.now_ms();
-    match state.routes.write(|t| t.register_broker(registration, now_ms, delete_topics)) {
+    match state.routes.write_batched(|t| t.register_broker(registration, now_ms, delete_topics)) {
         Ok(outcome) => {
             state.event(event);
             (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
@@ -314,7 +318,7 @@ fn register_delta(
     registration.delta_base = Some(skimmed.base.clone());
     let now_ms = state.now_ms();
     let config = state.config.load();
-    match state.routes.write(|t| t.register_delta(registration, &base, now_ms))? {
+    match state.routes.write_batched(|t| t.register_delta(registration, &base, now_ms))? {
         Ok(outcome) => {
             state.event(event);
             Some((Ok(register_response(state, &config, outcome)), RegistrationOutcome::Difference))

@@ -11,6 +11,8 @@
 //! * heartbeats, QUERY_DATA_VERSION and unchanged re-registrations refresh the live entry every
 //!   snapshot shares, in place (an atomic timestamp; the DataVersion, connection and generation
 //!   under the writer lock): no copy of the table, at ~70 a second for 2,000 brokers;
+//! * the registration lane writes a batch of registrations into one copy (`write_batched`) and
+//!   publishes it once (`publish`) before answering any of them;
 //! * the writer frees the snapshot it replaced (waiting up to 1 ms for readers still on it), so a
 //!   reader never pays for freeing what a big write replaced.
 //!
@@ -39,9 +41,16 @@ pub enum RouteForm {
 #[derive(Default)]
 pub struct Routes {
     current: ArcSwap<RouteTable>,
-    /// Serializes writers; holds the replaced snapshots some reader still had (see
-    /// `crate::retired`).
-    writer: Mutex<Vec<Arc<RouteTable>>>,
+    /// Serializes writers; holds the batch not yet published and the replaced snapshots some
+    /// reader still had (see `crate::retired`).
+    writer: Mutex<Writer>,
+}
+
+#[derive(Default)]
+struct Writer {
+    /// The writes of [`Routes::write_batched`] since the last publication.
+    batch: Option<RouteTable>,
+    retired: Vec<Arc<RouteTable>>,
 }
 
 impl fmt::Debug for Routes {
@@ -63,32 +72,63 @@ impl Routes {
         self.current.load()
     }
 
-    /// Runs one mutation on a private copy of the table and publishes it; writers are
-    /// serialized, readers never wait.
+    /// Runs one mutation on a private copy of the table and publishes it (with the batch before
+    /// it, if any); writers are serialized, readers never wait.
     pub fn write<R>(&self, f: impl FnOnce(&mut RouteTable) -> R) -> R {
-        let mut retired = self.writer.lock();
-        let mut next = RouteTable::clone(&self.current.load());
-        let result = f(&mut next);
-        let replaced = self.current.swap(Arc::new(next));
-        retired.push(replaced);
-        crate::retired::free_unheld(&mut retired);
+        let result = self.write_batched(f);
+        self.publish();
         result
+    }
+
+    /// Runs one mutation on the batch (a private copy shared by the writes until [`publish`]):
+    /// a leaf several of them change is copied once. Readers see none of it until then, so
+    /// whoever answers for the write must wait for the publication (the lane's flush).
+    ///
+    /// [`publish`]: Routes::publish
+    pub fn write_batched<R>(&self, f: impl FnOnce(&mut RouteTable) -> R) -> R {
+        let mut writer = self.writer.lock();
+        let mut next = writer.batch.take().unwrap_or_else(|| (**self.current.load()).clone());
+        let result = f(&mut next);
+        writer.batch = Some(next);
+        result
+    }
+
+    /// Publishes the batch of [`Routes::write_batched`], if any, and frees what it replaced.
+    pub fn publish(&self) {
+        let mut writer = self.writer.lock();
+        if let Some(next) = writer.batch.take() {
+            let replaced = self.current.swap(Arc::new(next));
+            writer.retired.push(replaced);
+            crate::retired::free_unheld(&mut writer.retired);
+        }
+    }
+
+    /// Whether (cluster, addr) has a live entry in the batch under way, else in the current
+    /// snapshot: what the writer of the batch sees (waits for the writer lock).
+    pub fn is_live_as_written(&self, cluster: &str, addr: &str) -> bool {
+        let writer = self.writer.lock();
+        let batch = writer.batch.as_ref().map(|b| b.last_heartbeat(cluster, addr).is_some());
+        batch.unwrap_or_else(|| self.current.load().last_heartbeat(cluster, addr).is_some())
     }
 
     /// An identical re-registration, applied by refreshing the live entry in place; `None` when
     /// the full algorithm must run. See [`RouteTable::refresh_unchanged`]. It takes the writer
     /// lock (a fenced unregistration must not decide between its check and its removal), but
-    /// never waits for it: `wait == false` (an I/O thread) gives `None` while a write is under
-    /// way, and the caller registers on the lane instead.
+    /// never waits for it: `wait == false` (an I/O thread) gives `None` while a write or a batch
+    /// is under way, and the caller registers on the lane instead.
     pub fn refresh_unchanged(
         &self,
         key: &UnchangedRegistration<'_>,
         now_ms: u64,
         wait: bool,
     ) -> Option<RegisterOutcome> {
-        let _writes_excluded =
-            if wait { Some(self.writer.lock()) } else { self.writer.try_lock() }?;
-        self.current.load().refresh_unchanged(key, now_ms)
+        let writer = if wait { Some(self.writer.lock()) } else { self.writer.try_lock() }?;
+        match &writer.batch {
+            // An unpublished batch: only a caller that answers after its publication may see it.
+            Some(_) if !wait => None,
+            Some(batch) => batch.refresh_unchanged(key, now_ms),
+            None => self.current.load().refresh_unchanged(key, now_ms),
+        }
     }
 }
 
@@ -118,12 +158,12 @@ mod tests {
         add_topic(&routes, "T2");
         // The reader still has the old table, so the writer kept a reference to it...
         assert_eq!(Arc::strong_count(&held), 2);
-        assert_eq!(routes.writer.lock().len(), 1);
+        assert_eq!(routes.writer.lock().retired.len(), 1);
         // ...and the reader letting go does not free it (no work on the reader's thread)...
         drop(held);
-        assert_eq!(routes.writer.lock().len(), 1);
+        assert_eq!(routes.writer.lock().retired.len(), 1);
         // ...the next write does.
         add_topic(&routes, "T3");
-        assert!(routes.writer.lock().is_empty());
+        assert!(routes.writer.lock().retired.is_empty());
     }
 }
