@@ -5,6 +5,10 @@
 //! for routes). Java keeps route queries on their own executor for the same reason. When the CPU
 //! is not contended the lane runs at full speed.
 
+mod reaper;
+
+pub use reaper::Reaper;
+
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

@@ -13,8 +13,8 @@
 //!   under the writer lock): no copy of the table, at ~70 a second for 2,000 brokers;
 //! * the registration lane writes a batch of registrations into one copy (`write_batched`) and
 //!   publishes it once (`publish`) before answering any of them;
-//! * the writer frees the snapshot it replaced (waiting up to 1 ms for readers still on it), so a
-//!   reader never pays for freeing what a big write replaced.
+//! * the reaper thread frees the snapshot a write replaced once no reader holds it, so neither
+//!   a reader nor the writer pays for freeing what a big write replaced.
 //!
 //! Encoded bodies are cached per topic (see `cache.rs`); a cached `Bytes` is reused until the
 //! topic's entry is replaced or a group / filter-server entry changes.
@@ -41,8 +41,8 @@ pub enum RouteForm {
 #[derive(Default)]
 pub struct Routes {
     current: ArcSwap<RouteTable>,
-    /// Serializes writers; holds the batch not yet published and the replaced snapshots some
-    /// reader still had (see `crate::retired`).
+    /// Serializes writers; holds the batch not yet published and the reaper of the replaced
+    /// snapshots (`lane::Reaper`).
     writer: Mutex<Writer>,
 }
 
@@ -50,7 +50,8 @@ pub struct Routes {
 struct Writer {
     /// The writes of [`Routes::write_batched`] since the last publication.
     batch: Option<RouteTable>,
-    retired: Vec<Arc<RouteTable>>,
+    /// Frees the replaced snapshots, off the writer's thread.
+    reaper: lane::Reaper<RouteTable>,
 }
 
 impl fmt::Debug for Routes {
@@ -67,7 +68,7 @@ impl Routes {
 
     /// The current snapshot: every read goes through it (a few atomic operations, no lock; many
     /// reads on one consistent state share one). Drop it soon: while a reader holds it, a
-    /// write that replaced it cannot free it (`crate::retired`).
+    /// write that replaced it cannot free it (`lane::Reaper`).
     pub fn snapshot(&self) -> Guard<Arc<RouteTable>> {
         self.current.load()
     }
@@ -97,9 +98,7 @@ impl Routes {
     pub fn publish(&self) {
         let mut writer = self.writer.lock();
         if let Some(next) = writer.batch.take() {
-            let replaced = self.current.swap(Arc::new(next));
-            writer.retired.push(replaced);
-            crate::retired::free_unheld(&mut writer.retired);
+            writer.reaper.retire(self.current.swap(Arc::new(next)));
         }
     }
 
@@ -151,19 +150,21 @@ mod tests {
     }
 
     #[test]
-    fn a_writer_frees_the_snapshot_it_replaced_not_its_last_reader() {
+    fn a_replaced_snapshot_is_freed_by_the_reaper_not_by_its_last_reader() {
         let routes = Routes::new();
         add_topic(&routes, "T1");
         let held = routes.snapshot();
         add_topic(&routes, "T2");
-        // The reader still has the old table, so the writer kept a reference to it...
+        // The reader still has the old table, and so has the reaper: the reader's drop is not
+        // the last one...
         assert_eq!(Arc::strong_count(&held), 2);
-        assert_eq!(routes.writer.lock().retired.len(), 1);
-        // ...and the reader letting go does not free it (no work on the reader's thread)...
+        let weak = Arc::downgrade(&held);
         drop(held);
-        assert_eq!(routes.writer.lock().retired.len(), 1);
-        // ...the next write does.
-        add_topic(&routes, "T3");
-        assert!(routes.writer.lock().retired.is_empty());
+        // ...the reaper's is, soon after.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while weak.upgrade().is_some() {
+            assert!(std::time::Instant::now() < deadline, "the reaper freed the snapshot");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 }

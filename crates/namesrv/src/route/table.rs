@@ -475,20 +475,20 @@ impl RouteTable {
     /// Replaces a topic's entry (`None` removes the topic); the groups whose queue in it
     /// changed are told ([`GroupGens::queues`]).
     pub(super) fn set_topic(&mut self, topic: Arc<str>, entry: Option<TopicEntry>) {
-        self.topics_gen += 1;
         let old = self.topics.get(&topic).cloned();
-        let changed = changed_queues(old.as_deref(), entry.as_ref());
-        for name in &changed {
+        self.replace_topic(topic, old.as_deref(), entry);
+    }
+
+    /// [`RouteTable::set_topic`] for a caller that has the old entry (one probe less).
+    fn replace_topic(&mut self, key: Arc<str>, old: Option<&TopicEntry>, new: Option<TopicEntry>) {
+        self.topics_gen += 1;
+        for name in &changed_queues(old, new.as_ref()) {
             self.bump_queues(name);
         }
-        match entry {
-            Some(entry) => {
-                self.topics.insert(topic, Arc::new(entry));
-            }
-            None => {
-                self.topics.remove(&topic);
-            }
-        }
+        match new {
+            Some(entry) => self.topics.insert(key, Arc::new(entry)).map(drop),
+            None => self.topics.remove(&key).map(drop),
+        };
     }
 
     /// A static-topic mapping changed.
@@ -497,21 +497,18 @@ impl RouteTable {
         self.mappings_gen += 1;
     }
 
-    /// The table's key for `topic` if present, else a new `Arc`.
-    pub(super) fn topic_key(&self, topic: &str) -> Arc<str> {
-        self.topics.get_key_value(topic).map_or_else(|| Arc::from(topic), |(k, _)| k.clone())
-    }
-
     /// Sets `broker`'s queue of `topic`, creating the topic; identical content is a no-op.
     /// Java: `RouteInfoManager#createAndUpdateQueueData`
     pub(super) fn put_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) {
-        let next = match self.topics.get(topic) {
+        // One look-up for the entry and the table's key (at 1M topics each probe misses cache).
+        let found = self.topics.get_key_value(topic).map(|(k, e)| (k.clone(), e.clone()));
+        let next = match &found {
             None => TopicEntry::new(vec![(broker.clone(), spec)]),
-            Some(entry) if entry.queue(broker) == Some(&spec) => return,
-            Some(entry) => entry.with_queue(broker, spec),
+            Some((_, entry)) if entry.queue(broker) == Some(&spec) => return,
+            Some((_, entry)) => entry.with_queue(broker, spec),
         };
-        let key = self.topic_key(topic);
-        self.set_topic(key, Some(next));
+        let (key, old) = found.map_or_else(|| (Arc::from(topic), None), |(k, e)| (k, Some(e)));
+        self.replace_topic(key, old.as_deref(), Some(next));
     }
 
     /// Removes `brokers`' queues from every topic and applies `perm_and` to the queues of

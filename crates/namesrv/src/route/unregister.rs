@@ -141,9 +141,10 @@ impl RouteTable {
     /// mappings stay.
     /// Java: `RouteInfoManager#deleteTopic(String)` / `#deleteTopic(String, String)`
     pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) {
-        let Some(entry) = self.topics.get(topic) else {
+        let Some((key, entry)) = self.topics.get_key_value(topic) else {
             return;
         };
+        let (key, entry) = (key.clone(), entry.clone());
         let queues: Vec<_> = match cluster.filter(|c| !c.is_empty()) {
             None => Vec::new(),
             Some(cluster) => {
@@ -157,7 +158,6 @@ impl RouteTable {
             return;
         }
         info!(topic = %clip(topic), cluster = cluster.map(|c| tracing::field::display(clip(c))), "delete topic");
-        let key = self.topic_key(topic);
         self.set_topic(key, (!queues.is_empty()).then(|| TopicEntry::new(queues)));
     }
 
