@@ -10,6 +10,8 @@
 //! value decodes on its own, so the new body decodes to the previous result with the new
 //! version.
 
+use wide::u8x16;
+
 use super::{from_json, DataVersion};
 use crate::version;
 
@@ -82,22 +84,28 @@ const TOPIC_CONFIG_TABLE: &[u8] = b"topicConfigTable";
 /// Entries are not decoded: a caller decodes those it needs with [`from_json`], as the full
 /// decoder would.
 pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<'_>> {
-    if broker_version < 0 || memchr::memmem::find(bytes, b"$ref").is_some() {
+    if broker_version < 0 {
+        return None;
+    }
+    // A body without `\`, `'` or `$` (a broker's, as a rule) has no `$ref`, and its entries can
+    // be skipped a block at a time.
+    let plain = memchr::memchr3(b'\\', b'\'', b'$', bytes).is_none();
+    if !plain && memchr::memmem::find(bytes, b"$ref").is_some() {
         return None;
     }
     let top = skip_ws(bytes, 0);
     let (walked, end) = if broker_version < version::V3_0_11 {
-        walk_wrapper(bytes, top)?
+        walk_wrapper(bytes, top, plain)?
     } else {
         let mut found = None;
-        let end = walk_object(bytes, top, |name, value| {
+        let end = walk_object(bytes, top, plain, |name, value| {
             if name != WRAPPER {
                 return skip_value(bytes, value);
             }
             if found.is_some() {
                 return None;
             }
-            let (walked, end) = walk_wrapper(bytes, value)?;
+            let (walked, end) = walk_wrapper(bytes, value, plain)?;
             found = Some(walked);
             Some(end)
         })?;
@@ -124,9 +132,10 @@ struct Walked<'a> {
 }
 
 /// Walks the wrapper object at `at`: each of its two keys at most once, each an object.
-fn walk_wrapper(bytes: &[u8], at: usize) -> Option<(Walked<'_>, usize)> {
+/// `plain`: the body holds no `\`, `'` or `$` ([`skip_plain_object`] applies).
+fn walk_wrapper(bytes: &[u8], at: usize, plain: bool) -> Option<(Walked<'_>, usize)> {
     let mut walked = Walked { dv: None, table: None, entries: Vec::new() };
-    let end = walk_object(bytes, at, |name, value| {
+    let end = walk_object(bytes, at, plain, |name, value| {
         if (name == DATA_VERSION || name == TOPIC_CONFIG_TABLE) && bytes.get(value) != Some(&b'{') {
             return None;
         }
@@ -135,11 +144,12 @@ fn walk_wrapper(bytes: &[u8], at: usize) -> Option<(Walked<'_>, usize)> {
             walked.dv.replace(value..end).is_none().then_some(end)
         } else if name == TOPIC_CONFIG_TABLE {
             let mut entries = Vec::new();
-            let end = walk_object(bytes, value, |key, entry| {
+            let end = walk_object(bytes, value, plain, |key, entry| {
                 if bytes.get(entry) != Some(&b'{') {
                     return None;
                 }
-                let entry_end = skip_value(bytes, entry)?;
+                let entry_end =
+                    if plain { skip_plain_object(bytes, entry) } else { skip_value(bytes, entry) }?;
                 entries.push((key, &bytes[entry..entry_end]));
                 Some(entry_end)
             })?;
@@ -154,10 +164,11 @@ fn walk_wrapper(bytes: &[u8], at: usize) -> Option<(Walked<'_>, usize)> {
 
 /// Walks the object at `at`: `entry(key, value start)` for each entry, returning the index
 /// after its value; the index after the object. `None` if a key holds an escape, the object
-/// is malformed or `entry` says `None`.
+/// is malformed or `entry` says `None`. `plain`: the body holds no `\\` (no key to check).
 fn walk_object<'a>(
     bytes: &'a [u8],
     at: usize,
+    plain: bool,
     mut entry: impl FnMut(&'a [u8], usize) -> Option<usize>,
 ) -> Option<usize> {
     if bytes.get(at) != Some(&b'{') {
@@ -173,7 +184,7 @@ fn walk_object<'a>(
         }
         let key_end = skip_string(bytes, i)?;
         let key = &bytes[i + 1..key_end - 1];
-        if key.contains(&b'\\') {
+        if !plain && key.contains(&b'\\') {
             return None;
         }
         i = skip_ws(bytes, key_end);
@@ -250,6 +261,70 @@ fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
             return None;
         }
     }
+}
+
+/// [`skip_value`] for an object in a body without `\` or `'`, 64 bytes at a time: the quotes,
+/// openings and closings of a block as bit masks, the bytes inside strings by a prefix XOR of
+/// the quotes (no escapes), then one step per bracket outside strings instead of one per byte.
+/// The same answer as [`skip_value`] on such a body; a third of its time on a broker's body
+/// (`examples/skim_cost.rs`).
+fn skip_plain_object(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = 0u64; // all ones when the previous block ended inside a string
+    let mut start = at;
+    while start < bytes.len() {
+        let (quotes, opens, closes) = match bytes.get(start..start + 64) {
+            Some(block) => block_masks(block.try_into().expect("64 bytes")),
+            None => {
+                let mut block = [b' '; 64];
+                block[..bytes.len() - start].copy_from_slice(&bytes[start..]);
+                block_masks(&block)
+            }
+        };
+        let inside = prefix_xor(quotes) ^ in_string;
+        in_string = 0u64.wrapping_sub(inside >> 63);
+        let mut brackets = (opens | closes) & !inside;
+        while brackets != 0 {
+            let bit = brackets.trailing_zeros();
+            if opens >> bit & 1 == 1 {
+                depth += 1;
+            } else {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(start + bit as usize + 1);
+                }
+            }
+            brackets &= brackets - 1;
+        }
+        start += 64;
+    }
+    None
+}
+
+/// A block's `"`, `{`/`[` and `}`/`]` bytes as bit masks (bit i for byte i), 16 bytes per
+/// compare.
+fn block_masks(block: &[u8; 64]) -> (u64, u64, u64) {
+    let (quote, open, close) = (u8x16::splat(b'"'), u8x16::splat(b'{'), u8x16::splat(b'}'));
+    let fold = u8x16::splat(0x20); // `[` → `{`, `]` → `}`; nothing else lands on either
+    let (mut quotes, mut opens, mut closes) = (0u64, 0u64, 0u64);
+    for (i, chunk) in block.chunks_exact(16).enumerate() {
+        let bytes = u8x16::new(chunk.try_into().expect("16 bytes"));
+        let folded = bytes | fold;
+        let mask = |m: u8x16| u64::from(m.move_mask() as u16) << (16 * i);
+        quotes |= mask(bytes.cmp_eq(quote));
+        opens |= mask(folded.cmp_eq(open));
+        closes |= mask(folded.cmp_eq(close));
+    }
+    (quotes, opens, closes)
+}
+
+/// Bit i set when an odd number of bits 0..=i of `x` are: the bytes from an opening quote up
+/// to (not including) its closing one.
+fn prefix_xor(mut x: u64) -> u64 {
+    for shift in [1, 2, 4, 8, 16, 32] {
+        x ^= x << shift;
+    }
+    x
 }
 
 /// The index after the value starting at `at`: a string, an object or array (brackets matched,
@@ -421,5 +496,27 @@ mod tests {
             .is_none());
         assert!(skim_register_body(br#"{"topicConfigSerializeWrapper":{"dataVersion":{}}}"#, 500)
             .is_some());
+    }
+
+    proptest::proptest! {
+        /// The block skip gives the byte skip's answer on any text without `\\`, `'` or `$`:
+        /// brackets inside strings, strings across block boundaries, nesting, text cut short.
+        #[test]
+        fn the_block_skip_agrees_with_the_byte_skip(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof!["[{}\\[\\],:]", "\"[a-z{}\\[\\] ]{0,70}\"", "[a-z0-9 ]{0,90}"],
+                0..40,
+            ),
+            cut in 0usize..4096,
+        ) {
+            let mut text = b"{".to_vec();
+            for part in &parts {
+                text.extend_from_slice(part.as_bytes());
+            }
+            text.truncate(cut.max(1).min(text.len()));
+            proptest::prop_assert_eq!(skip_plain_object(&text, 0), skip_value(&text, 0));
+            let padded = [b"  ".as_slice(), &text, b"}}}"].concat();
+            proptest::prop_assert_eq!(skip_plain_object(&padded, 2), skip_value(&padded, 2));
+        }
     }
 }
