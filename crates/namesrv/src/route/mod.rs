@@ -115,6 +115,7 @@ impl DeltaBase {
     }
 
     /// Whether an entry with this digest was in the base's body.
+    #[cfg(test)]
     pub fn has(&self, entry_digest: u64) -> bool {
         self.entries.binary_search(&entry_digest).is_ok()
     }
