@@ -20,13 +20,14 @@ use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 
 use super::delta::Skimmed;
-use super::digest::{digest_around_version, digest_fields, digest_registration};
+use super::digest::{digest_around_version, digest_fields, digest_registration, Digested};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
 use crate::limits::Cap;
 use crate::metrics::{RegistrationOutcome, RemovalReason};
 use crate::route::{
-    RegisterBroker, RegisterOutcome, UnchangedRegistration, UnregisterRequest, VersionFrame,
+    RegisterBroker, RegisterOutcome, RouteTable, UnchangedRegistration, UnregisterRequest,
+    VersionFrame,
 };
 use crate::state::{ConnCtx, State};
 use events::{EventKind, NewEvent};
@@ -100,16 +101,15 @@ pub async fn register(
     request: &RemotingCommand,
 ) -> HandlerResult {
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
-        let answer = register_now(state, conn, request);
-        state.routes.publish(); // the lane publishes its batches; this write is answered now
-        return answer;
+        return register_now(state, conn, request, (Publish::Now, None));
     }
     // A re-registration that differs from the broker's last one in its DataVersion alone (every
     // broker, every 30 s) costs a digest of its body: answered here, never queued on the lane
     // behind registrations that must decode theirs (#25).
     let started = std::time::Instant::now();
-    if let Some((result, outcome)) = unchanged_in_place(state, conn, request) {
-        record(state, request, started, outcome);
+    let mut digested = None;
+    if let Some((result, outcome)) = unchanged_in_place(state, conn, request, &mut digested) {
+        record(state, request, started, outcome, true);
         return result;
     }
     // The broker is alive now, however long its registration waits for the lane: refresh its
@@ -122,25 +122,56 @@ pub async fn register(
     state
         .work
         .lane
-        .run(move || register_now(&lane_state, &conn, &request))
+        .run(move || register_now(&lane_state, &conn, &request, (Publish::WithBatch, digested)))
         .await
         .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
 }
 
+/// When a registration's write is published.
+#[derive(Debug, Clone, Copy)]
+enum Publish {
+    /// With the lane's batch: its flush publishes it before any of the batch is answered.
+    WithBatch,
+    /// At once (with the batch before it, if any): an inline registration is answered now.
+    Now,
+}
+
+/// Applies a registration's write to the route table, published as `publish` says.
+fn apply<R>(state: &State, publish: Publish, f: impl FnOnce(&mut RouteTable) -> R) -> R {
+    match publish {
+        Publish::WithBatch => state.routes.write_batched(f),
+        Publish::Now => state.routes.write(f),
+    }
+}
+
+/// Whether the registrant has a live entry in `table` (the table as its write left it).
+fn registrant_live(table: &RouteTable, request: &RemotingCommand) -> bool {
+    let (cluster, addr) = (request.ext("clusterName"), request.ext("brokerAddr"));
+    cluster.zip(addr).is_some_and(|(cluster, addr)| table.last_heartbeat(cluster, addr).is_some())
+}
+
 /// [`register_counted`], counted in `registrations_total` and `registration_apply_seconds`.
-fn register_now(state: &State, conn: &ConnCtx, request: &RemotingCommand) -> HandlerResult {
+/// `digested`: the body as digested on arrival, if it was ([`unchanged_in_place`]).
+fn register_now(
+    state: &State,
+    conn: &ConnCtx,
+    request: &RemotingCommand,
+    (publish, digested): (Publish, Option<Digested>),
+) -> HandlerResult {
     let started = std::time::Instant::now();
-    let (result, outcome) = register_counted(state, conn, request);
-    record(state, request, started, outcome);
+    let (result, outcome, live) = register_counted(state, conn, request, publish, digested);
+    record(state, request, started, outcome, live);
     result
 }
 
-/// Counts a registration and keeps (or drops) the broker's remoting version.
+/// Counts a registration and keeps (or drops) the broker's remoting version; `live`: whether
+/// the registrant had a live entry once its write was done.
 fn record(
     state: &State,
     request: &RemotingCommand,
     started: std::time::Instant,
     outcome: RegistrationOutcome,
+    live: bool,
 ) {
     if matches!(
         outcome,
@@ -151,10 +182,8 @@ fn record(
         if let (Some(cluster), Some(addr)) = (request.ext("clusterName"), request.ext("brokerAddr"))
         {
             // Only a live broker's version is kept (its record goes with it): a registration
-            // fenced by a newer stateVersion left no live entry, and keeps no record (#21). An
-            // unchanged one refreshed a live entry; another may be in the lane's batch.
-            let unchanged = matches!(outcome, RegistrationOutcome::Unchanged);
-            if unchanged || state.routes.is_live_as_written(cluster, addr) {
+            // fenced by a newer stateVersion left no live entry, and keeps no record (#21).
+            if live {
                 state.sinks.versions.set(cluster, addr, request.version);
             } else {
                 state.sinks.versions.remove(cluster, addr);
@@ -168,11 +197,13 @@ fn record(
 /// The unchanged-registration shortcut alone, at the cost of one digest of the body: a body
 /// equal to this address's last fully applied one outside its `DataVersion`, with a matching
 /// `bodyCrc32`. `None` for anything else (then [`register_counted`] decides, CRC errors
-/// included).
+/// included), with the body's digest around the stamped frame in `digested` when it was
+/// computed (the lane then does not digest the body again).
 fn unchanged_in_place(
     state: &State,
     conn: &ConnCtx,
     request: &RemotingCommand,
+    digested: &mut Option<Digested>,
 ) -> Option<(HandlerResult, RegistrationOutcome)> {
     let header: RegisterBrokerRequestHeader = request.decode_header();
     if header.compressed.unwrap_or(false) {
@@ -183,11 +214,12 @@ fn unchanged_in_place(
     let (frame, stamped_digest) = state.routes.snapshot().version_frame(cluster, broker_addr)?;
     let config = state.config.load();
     let zone_name = request.ext(ZONE_NAME);
-    let fields =
-        digest_fields(request, &header, zone_name, config.delete_topic_with_broker_registration);
+    let delete_topics = config.delete_topic_with_broker_registration;
+    let fields = digest_fields(request, &header, zone_name, delete_topics);
     let body = request.body_bytes();
-    let around =
-        digest_around_version(&fields, body, frame).filter(|a| a.digest == stamped_digest)?;
+    let around = digest_around_version(&fields, body, frame);
+    let digested = digested.insert(Digested { frame, delete_topics, around });
+    let around = digested.around.as_ref().filter(|a| a.digest == stamped_digest)?;
     let crc = header.body_crc32.unwrap_or(0);
     if crc != 0 && frame.body_crc32(&body[around.middle.clone()]) != crc {
         return None;
@@ -206,11 +238,16 @@ fn unchanged_in_place(
     Some((Ok(register_response(state, &config, outcome)), RegistrationOutcome::Unchanged))
 }
 
+/// A registration: its answer, how it went, and whether the registrant is live after it.
+type Counted = (HandlerResult, RegistrationOutcome, bool);
+
 fn register_counted(
     state: &State,
     conn: &ConnCtx,
     request: &RemotingCommand,
-) -> (HandlerResult, RegistrationOutcome) {
+    publish: Publish,
+    digested: Option<Digested>,
+) -> Counted {
     let header: RegisterBrokerRequestHeader = request.decode_header();
     let config = state.config.load();
     let delete_topics = config.delete_topic_with_broker_registration;
@@ -220,11 +257,17 @@ fn register_counted(
     // One walk of the body: its topic-table entries and where its DataVersion sits.
     let table = if compressed { None } else { Skimmed::table(request) };
     let around_version = table.as_ref().map(|t| (t.before, t.after));
-    let Some((request_digest, data_version, version_frame)) =
-        digest_registration(state, request, &header, &fields, (compressed, around_version))
-    else {
+    let digested = digested.filter(|d| d.delete_topics == delete_topics);
+    let Some((request_digest, data_version, version_frame)) = digest_registration(
+        state,
+        request,
+        &header,
+        &fields,
+        (compressed, around_version),
+        digested,
+    ) else {
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
-        return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch);
+        return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch, false);
     };
     if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
         (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
@@ -243,6 +286,7 @@ fn register_counted(
             return (
                 Ok(register_response(state, &config, outcome)),
                 RegistrationOutcome::Unchanged,
+                true,
             );
         }
     }
@@ -253,14 +297,15 @@ fn register_counted(
     let digest = (request_digest, version_frame);
     let skimmed = table.map(|t| Skimmed::new(t, &fields));
     if let Some(skimmed) = skimmed.as_ref().filter(|_| !delete_topics) {
-        let applied = register_delta(state, conn, &header, zone_name, skimmed, digest, &limits);
+        let applied =
+            register_delta(state, (conn, request, publish), &header, skimmed, digest, &limits);
         if let Some(applied) = applied {
             return applied;
         }
     }
     let body = match register_body(request, compressed, limits) {
         Ok(body) => body,
-        Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused),
+        Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused, false),
     };
     // The base the next registration may be applied as a difference from.
     let base = skimmed
@@ -270,18 +315,22 @@ fn register_counted(
     let (mut registration, event) =
         match registration(state, header, zone_name, body, topics, conn, digest) {
             Ok(both) => both,
-            Err(e) => return (Err(e), RegistrationOutcome::Refused),
+            Err(e) => return (Err(e), RegistrationOutcome::Refused, false),
         };
     registration.delta_base = base;
     let now_ms = state.now_ms();
-    match state.routes.write_batched(|t| t.register_broker(registration, now_ms, delete_topics)) {
+    let (applied, live) = apply(state, publish, |t| {
+        let applied = t.register_broker(registration, now_ms, delete_topics);
+        (applied, registrant_live(t, request))
+    });
+    match applied {
         Ok(outcome) => {
             state.event(event);
-            (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied)
+            (Ok(register_response(state, &config, outcome)), RegistrationOutcome::Applied, live)
         }
         Err(e) => {
             info!(error = %e, "register broker failed");
-            (Err(register_failed("register broker failed")), RegistrationOutcome::Refused)
+            (Err(register_failed("register broker failed")), RegistrationOutcome::Refused, false)
         }
     }
 }
@@ -291,13 +340,13 @@ fn register_counted(
 /// rest, an entry the full decoder must judge, or the tables no longer allow it).
 fn register_delta(
     state: &State,
-    conn: &ConnCtx,
+    (conn, request, publish): (&ConnCtx, &RemotingCommand, Publish),
     header: &RegisterBrokerRequestHeader,
-    zone_name: Option<&str>,
     skimmed: &Skimmed<'_>,
     digest: (u64, Option<VersionFrame>),
     limits: &BodyLimits,
-) -> Option<(HandlerResult, RegistrationOutcome)> {
+) -> Option<Counted> {
+    let zone_name = request.ext(ZONE_NAME);
     let (cluster, addr) = (header.cluster_name.as_deref()?, header.broker_addr.as_deref()?);
     let base = state.routes.snapshot().delta_base(cluster, addr)?;
     if base.rest_digest != skimmed.base.rest_digest {
@@ -318,14 +367,20 @@ fn register_delta(
     registration.delta_base = Some(skimmed.base.clone());
     let now_ms = state.now_ms();
     let config = state.config.load();
-    match state.routes.write_batched(|t| t.register_delta(registration, &base, now_ms))? {
+    let (applied, live) = apply(state, publish, |t| {
+        let applied = t.register_delta(registration, &base, now_ms);
+        (applied, registrant_live(t, request))
+    });
+    match applied? {
         Ok(outcome) => {
             state.event(event);
-            Some((Ok(register_response(state, &config, outcome)), RegistrationOutcome::Difference))
+            let response = register_response(state, &config, outcome);
+            Some((Ok(response), RegistrationOutcome::Difference, live))
         }
         Err(e) => {
             info!(error = %e, "register broker failed");
-            Some((Err(register_failed("register broker failed")), RegistrationOutcome::Refused))
+            let failed = register_failed("register broker failed");
+            Some((Err(failed), RegistrationOutcome::Refused, false))
         }
     }
 }

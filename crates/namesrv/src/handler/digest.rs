@@ -26,6 +26,7 @@ pub(super) fn digest_registration(
     header: &RegisterBrokerRequestHeader,
     fields: &Xxh3,
     (compressed, skimmed): (bool, Option<AroundVersion<'_>>),
+    digested: Option<Digested>,
 ) -> Option<(u64, Option<DataVersion>, Option<VersionFrame>)> {
     let body_bytes = request.body_bytes();
     // Where this address's last fully applied body had its DataVersion (and that body's
@@ -36,7 +37,10 @@ pub(super) fn digest_registration(
         }
         _ => None,
     };
-    let around = stamped.and_then(|(frame, _)| digest_around_version(fields, body_bytes, frame));
+    let around = stamped.and_then(|(frame, _)| match digested {
+        Some(earlier) if earlier.frame == frame => earlier.around,
+        _ => digest_around_version(fields, body_bytes, frame),
+    });
     let rest_unchanged =
         matches!((stamped, &around), (Some((_, digest)), Some(a)) if a.digest == digest);
     // This body's own frame: the stamped one when all but the version is unchanged, else where
@@ -53,7 +57,16 @@ pub(super) fn digest_registration(
                 .and_then(|bytes| skim_register_body(bytes, request.version))
                 .map(|s| VersionFrame::new(s.before, s.after)),
         };
-        (frame, frame.and_then(|f| digest_around_version(fields, body_bytes, f)))
+        // Digested around the same place as the stamped frame already: the same digest.
+        let same_place = |f: &VersionFrame| {
+            stamped
+                .is_some_and(|(s, _)| (s.prefix_len, s.suffix_len) == (f.prefix_len, f.suffix_len))
+        };
+        let around = match frame {
+            Some(f) if same_place(&f) => around,
+            _ => frame.and_then(|f| digest_around_version(fields, body_bytes, f)),
+        };
+        (frame, around)
     };
     let crc = header.body_crc32.unwrap_or(0);
     if crc != 0 {
@@ -123,6 +136,15 @@ pub(super) fn digest_whole(fields: &Xxh3, body: &[u8]) -> u64 {
     hasher.update(&[0]);
     hasher.update(body);
     hasher.digest()
+}
+
+/// A body digested around the `DataVersion` frame its address's last registration stamped, on
+/// arrival, for the registration lane: the same frame and the same flag give the same digest.
+pub(super) struct Digested {
+    pub frame: VersionFrame,
+    /// `deleteTopicWithBrokerRegistration` when it was digested (a field of the digest).
+    pub delete_topics: bool,
+    pub around: Option<Around>,
 }
 
 /// A body digested around its `DataVersion`.

@@ -102,14 +102,6 @@ impl Routes {
         }
     }
 
-    /// Whether (cluster, addr) has a live entry in the batch under way, else in the current
-    /// snapshot: what the writer of the batch sees (waits for the writer lock).
-    pub fn is_live_as_written(&self, cluster: &str, addr: &str) -> bool {
-        let writer = self.writer.lock();
-        let batch = writer.batch.as_ref().map(|b| b.last_heartbeat(cluster, addr).is_some());
-        batch.unwrap_or_else(|| self.current.load().last_heartbeat(cluster, addr).is_some())
-    }
-
     /// An identical re-registration, applied by refreshing the live entry in place; `None` when
     /// the full algorithm must run. See [`RouteTable::refresh_unchanged`]. It takes the writer
     /// lock (a fenced unregistration must not decide between its check and its removal), but
