@@ -269,26 +269,9 @@ fn register_counted(
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
         return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch, false);
     };
-    if let (Some(cluster), Some(broker_addr), Some(broker_name), Some(broker_id)) =
-        (&header.cluster_name, &header.broker_addr, &header.broker_name, header.broker_id)
-    {
-        let key = UnchangedRegistration {
-            cluster,
-            broker_addr,
-            broker_name,
-            broker_id,
-            request_digest,
-            conn: conn.id,
-            data_version,
-        };
-        if let Some(outcome) = state.routes.refresh_unchanged(&key, state.now_ms(), true) {
-            debug!(broker = %clip(broker_addr), new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
-            return (
-                Ok(register_response(state, &config, outcome)),
-                RegistrationOutcome::Unchanged,
-                true,
-            );
-        }
+    if let Some(outcome) = refresh_unchanged(state, conn, &header, (request_digest, data_version)) {
+        let response = register_response(state, &config, outcome);
+        return (Ok(response), RegistrationOutcome::Unchanged, true);
     }
     let limits = BodyLimits {
         max_inflated: u64::try_from(config.register_body_max_inflated_bytes).unwrap_or(0),
@@ -310,7 +293,7 @@ fn register_counted(
     // The base the next registration may be applied as a difference from.
     let base = skimmed
         .filter(|s| s.matches(&body.topic_config_serialize_wrapper.topic_config_table))
-        .map(|s| s.base);
+        .map(|s| s.base().clone());
     let topics = body.topic_config_serialize_wrapper.topic_config_table.len();
     let (mut registration, event) =
         match registration(state, header, zone_name, body, topics, conn, digest) {
@@ -335,6 +318,28 @@ fn register_counted(
     }
 }
 
+/// An identical re-registration (this request digest), refreshed in place when the tables
+/// allow it ([`crate::route::Routes::refresh_unchanged`], waiting for the writer lock).
+fn refresh_unchanged(
+    state: &State,
+    conn: &ConnCtx,
+    header: &RegisterBrokerRequestHeader,
+    (request_digest, data_version): (u64, Option<DataVersion>),
+) -> Option<RegisterOutcome> {
+    let key = UnchangedRegistration {
+        cluster: header.cluster_name.as_deref()?,
+        broker_addr: header.broker_addr.as_deref()?,
+        broker_name: header.broker_name.as_deref()?,
+        broker_id: header.broker_id?,
+        request_digest,
+        conn: conn.id,
+        data_version,
+    };
+    let outcome = state.routes.refresh_unchanged(&key, state.now_ms(), true)?;
+    debug!(broker = %clip(key.broker_addr), new_version = data_version.is_some(), "re-registration with an unchanged topic table: body not decoded");
+    Some(outcome)
+}
+
 /// The registration as its difference from this address's last one, decoding only the topic
 /// entries that one did not have (see `delta.rs`); `None` when it cannot be (no base, another
 /// rest, an entry the full decoder must judge, or the tables no longer allow it).
@@ -349,7 +354,7 @@ fn register_delta(
     let zone_name = request.ext(ZONE_NAME);
     let (cluster, addr) = (header.cluster_name.as_deref()?, header.broker_addr.as_deref()?);
     let base = state.routes.snapshot().delta_base(cluster, addr)?;
-    if base.rest_digest != skimmed.base.rest_digest {
+    if base.rest_digest != skimmed.base().rest_digest {
         return None;
     }
     let changed = skimmed.changed(&base, limits.max_topics)?;
@@ -364,7 +369,7 @@ fn register_delta(
     let (mut registration, event) =
         registration(state, header.clone(), zone_name, body, skimmed.topics(), conn, digest)
             .ok()?;
-    registration.delta_base = Some(skimmed.base.clone());
+    registration.delta_base = Some(skimmed.base().clone());
     let now_ms = state.now_ms();
     let config = state.config.load();
     let (applied, live) = apply(state, publish, |t| {

@@ -50,8 +50,6 @@ pub use view::{BrokerRow, LiveRow, TopicFilter, TopicPage};
 /// Where a body's `DataVersion` sits (kept opaque here; the server computes it from the bytes).
 pub use remoting::body::VersionFrame;
 
-use std::sync::Arc;
-
 use remoting::body::{DataVersion, TopicConfigAndMappingSerializeWrapper};
 
 /// The identity of one broker connection, chosen by the server (Java: the Netty `Channel`).
@@ -98,28 +96,8 @@ pub struct RegisterBroker {
 }
 
 /// What a fully applied registration leaves for applying the broker's next one as a
-/// difference (#25): digests of the request outside its topic table and `DataVersion`, and of
-/// each topic-table entry as sent. Computed by the server (this module sees no bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeltaBase {
-    /// The header fields and the body outside the topic table and the `DataVersion`.
-    pub rest_digest: u64,
-    /// Every entry's digest (key and value bytes), sorted.
-    pub entries: Arc<[u64]>,
-}
-
-impl DeltaBase {
-    /// The same base: the same rest and the very same entries (shared, not compared).
-    pub fn same_as(&self, other: &DeltaBase) -> bool {
-        self.rest_digest == other.rest_digest && Arc::ptr_eq(&self.entries, &other.entries)
-    }
-
-    /// Whether an entry with this digest was in the base's body.
-    #[cfg(test)]
-    pub fn has(&self, entry_digest: u64) -> bool {
-        self.entries.binary_search(&entry_digest).is_ok()
-    }
-}
+/// difference (#25); computed by the server from the body's bytes (this module sees none).
+pub use remoting::body::table_digest::DeltaBase;
 
 /// The identity of a re-registration that may skip the full algorithm.
 #[derive(Debug, Clone, Copy)]

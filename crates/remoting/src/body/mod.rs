@@ -20,6 +20,7 @@ pub mod crc;
 pub mod json;
 mod lenient;
 pub mod skim;
+pub mod table_digest;
 
 pub use controller::*;
 pub use crc::{body_crc32, body_crc32_matches, VersionFrame};
