@@ -17,15 +17,20 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::debug;
 
-/// The lane threads' nice value (Linux; higher is lower priority): 2. A lane thread then gets
-/// about 64 % of the CPU share of a normal thread it competes with, and the lane has one thread
-/// fewer than the machine has cores, so route reads keep most of a saturated machine and are
-/// still preferred by the scheduler. It was 19 (1.5 % of a normal thread's share): S7's profile
-/// at 1,000,000 topics (#25, docs/src/performance.md) found the one lane thread runnable for
-/// 12.7 s of a 14 s churn window and running for 1.85 s, with not one registration answered in
-/// 20 s. A registration waiting for the lane has already refreshed its broker's liveness (see
-/// `handler::broker::register`), so a long wait never expires a broker.
-pub const LANE_NICE: i32 = 2;
+/// The lane threads' nice value (Linux; higher is lower priority): 0, the process's own. What
+/// keeps route reads ahead is the lane's size (one thread fewer than the machine has cores),
+/// not its priority. It was 19 (1.5 % of a normal thread's share): S7's profile at 1,000,000
+/// topics (#25, docs/src/performance.md) found the one lane thread runnable for 12.7 s of a
+/// 14 s churn window and running for 1.85 s, with not one registration answered in 20 s. Then
+/// 2 (64 %): under S7's 1 % change churn the lane used ~37 % of a core and the rest of a
+/// registration's wait was for the scheduler. At 0, three runs each way, alternated: that
+/// churn's registration p99 73–146 ms against 155–217 ms, its reads 0.57–0.66x calm against
+/// 0.54–0.60x, its peak RSS 511–538 MiB against 577–613 MiB (fewer bodies queued); S1 and S2 in
+/// paired rounds 1.021 and 0.987, S3's reads during a 50,000-topic registration
+/// (bench/results/paired-25-nice/). A registration waiting for the lane has already refreshed
+/// its broker's liveness (see `handler::broker::register`), so a long wait never expires a
+/// broker.
+pub const LANE_NICE: i32 = 0;
 
 /// The route-snapshot writer's nice value: the lowest, 19 (a snapshot may wait; see
 /// `snapshot.rs`).
@@ -44,7 +49,8 @@ pub type Flush = Arc<dyn Fn() + Send + Sync>;
 const BATCH_JOBS: usize = 8;
 const BATCH_TIME: Duration = Duration::from_millis(100);
 
-/// A pool of lower-priority threads running jobs in arrival order.
+/// A pool of threads (one fewer than the cores, at [`LANE_NICE`]) running jobs in arrival
+/// order.
 pub struct Lane {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -197,7 +203,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn jobs_run_in_order_on_lower_priority_threads_and_stop_joins_them() {
+    async fn jobs_run_in_order_at_the_lane_priority_and_stop_joins_them() {
         let lane = Lane::new(1, LANE_NICE);
         let mut seen = Vec::new();
         for i in 0..5 {
@@ -212,7 +218,6 @@ mod tests {
                 .expect("ran")
                 .expect("getpriority");
             let own = rustix::process::getpriority_process(None).expect("getpriority");
-            const { assert!(LANE_NICE > 0, "the lane runs below normal priority") };
             assert_eq!(nice, LANE_NICE.max(own), "lane nice {nice} vs process {own}");
         }
         lane.stop();

@@ -109,7 +109,7 @@ pub struct Work {
     unregister_tx: mpsc::Sender<QueuedUnregister>,
     unregister_rx: std::sync::Mutex<Option<mpsc::Receiver<QueuedUnregister>>>,
     /// Where large registrations are decoded and applied: one thread per core but one (at
-    /// least one), at a lower priority than the route reads.
+    /// least one): the route reads keep a core.
     pub(crate) lane: lane::Lane,
     /// The route snapshot file, when `routeSnapshotEnable` is on.
     pub route_snapshot: Option<crate::snapshot::SnapshotFile>,

@@ -88,8 +88,8 @@ fn body_refused(state: &State, conn: &ConnCtx, error: BodyError) -> HandlerResul
     Err(HandlerError::Capped(remark))
 }
 
-/// Bodies above this size are decoded and applied on the registration lane (lower priority than
-/// route reads), so a 50k-topic registration holds up neither the other connections of this
+/// Bodies above this size are decoded and applied on the registration lane (one thread fewer
+/// than the cores), so a 50k-topic registration holds up neither the other connections of this
 /// async worker nor, on a saturated machine, the route reads.
 const INLINE_REGISTER_BODY_LIMIT: usize = 64 * 1024;
 
