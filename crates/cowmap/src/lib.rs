@@ -20,6 +20,10 @@
 //! and halving the leaves made that ~8 % faster, but S1's reads 10 % slower in paired rounds:
 //! the look-up's share of the server's time went from 13 % to 21 %).
 
+mod pair;
+
+pub use pair::{ByPair, Shared};
+
 use std::hash::BuildHasher;
 use std::sync::Arc;
 

@@ -213,7 +213,7 @@ impl RouteTable {
             let next = self.topics.get(&topic).and_then(|entry| {
                 let rest: Vec<_> =
                     entry.queues.iter().filter(|(b, _)| *b != *name).cloned().collect();
-                (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest))
+                (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest, &self.lists))
             });
             info!(broker = %clip(name), topic = %clip(&topic), "deleteTopic with broker registration");
             self.set_topic(topic, next);
@@ -437,7 +437,8 @@ impl RouteTable {
                 queues.push((broker, QueueSpec::from_queue_data(qd)));
             }
             info!(topic = %clip(topic), "register topic route");
-            self.set_topic(Arc::from(topic), Some(super::table::TopicEntry::new(queues)));
+            let entry = super::table::TopicEntry::new(queues, &self.lists);
+            self.set_topic(Arc::from(topic), Some(entry));
             true
         }
     }

@@ -59,7 +59,7 @@ impl Group {
 }
 
 /// Java `QueueData` without its broker name (stored beside it): 16 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct QueueSpec {
     pub perm: i32,
     pub read_queue_nums: i32,
@@ -98,18 +98,26 @@ impl QueueSpec {
     }
 }
 
-/// One topic's queues, one entry per broker group, sorted by broker name (never empty in the
-/// table). Immutable: a change builds a new entry, which also starts with an empty body cache.
+/// A topic's queues, one per broker group, sorted by broker name. Topics with equal lists share
+/// one (#25: a cluster's topics all have the same list; 64 MB of 232 at 1M topics before).
+pub(super) type QueueList = Arc<[(Arc<str>, QueueSpec)]>;
+
+/// The table's queue lists, shared by every snapshot; only writers lock it.
+pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec)>>>;
+
+/// One topic's queues (never empty in the table). Immutable: a change builds a new entry, which
+/// also starts with an empty body cache.
 pub(super) struct TopicEntry {
-    pub queues: Box<[(Arc<str>, QueueSpec)]>,
+    pub queues: QueueList,
     pub cache: BodyCache,
 }
 
 impl TopicEntry {
-    pub(super) fn new(mut queues: Vec<(Arc<str>, QueueSpec)>) -> Self {
+    /// An entry of `queues` (sorted here, the first of a broker kept), shared through `lists`.
+    pub(super) fn new(mut queues: Vec<(Arc<str>, QueueSpec)>, lists: &Lists) -> Self {
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         queues.dedup_by(|later, earlier| later.0 == earlier.0);
-        Self { queues: queues.into_boxed_slice(), cache: BodyCache::default() }
+        Self { queues: lists.lock().share(&queues), cache: BodyCache::default() }
     }
 
     pub(super) fn queue(&self, broker: &str) -> Option<&QueueSpec> {
@@ -120,11 +128,11 @@ impl TopicEntry {
     }
 
     /// This entry with `broker`'s queue set to `spec` (added or replaced).
-    pub(super) fn with_queue(&self, broker: &Arc<str>, spec: QueueSpec) -> Self {
+    pub(super) fn with_queue(&self, broker: &Arc<str>, spec: QueueSpec, lists: &Lists) -> Self {
         let mut queues: Vec<_> =
             self.queues.iter().filter(|(name, _)| name != broker).cloned().collect();
         queues.push((broker.clone(), spec));
-        Self::new(queues)
+        Self::new(queues, lists)
     }
 
     /// The same queues with a fresh cache (a static-topic mapping changed).
@@ -261,54 +269,8 @@ impl Live {
     }
 }
 
-/// A persistent hash map: a clone shares every node, a write copies the path to its key.
-pub(super) type Shared<K, V> =
-    imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
-
-/// A map keyed by (cluster, broker address) that is looked up with two `&str`.
-#[derive(Clone)]
-pub(super) struct ByAddr<V> {
-    map: Shared<Arc<str>, Shared<Arc<str>, V>>,
-}
-
-impl<V: Clone> Default for ByAddr<V> {
-    fn default() -> Self {
-        Self { map: Shared::default() }
-    }
-}
-
-impl<V: Clone> ByAddr<V> {
-    pub(super) fn get(&self, cluster: &str, addr: &str) -> Option<&V> {
-        self.map.get(cluster)?.get(addr)
-    }
-
-    pub(super) fn insert(&mut self, cluster: &Arc<str>, addr: &Arc<str>, value: V) -> Option<V> {
-        self.map.entry(cluster.clone()).or_default().insert(addr.clone(), value)
-    }
-
-    pub(super) fn remove(&mut self, cluster: &str, addr: &str) -> Option<V> {
-        let inner = self.map.get_mut(cluster)?;
-        let old = inner.remove(addr);
-        if inner.is_empty() {
-            self.map.remove(cluster);
-        }
-        old
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.map.values().map(Shared::len).sum()
-    }
-
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>, &V)> {
-        self.map
-            .iter()
-            .flat_map(|(cluster, inner)| inner.iter().map(move |(addr, v)| (cluster, addr, v)))
-    }
-}
+/// A map keyed by (cluster, broker address).
+pub(super) type ByAddr<V> = cowmap::ByPair<V>;
 
 /// The whole routing state (Java `RouteInfoManager`'s maps). Cloning is cheap (shared nodes and
 /// reference-counted entries), which is how [`Routes`](super::Routes) publishes snapshots.
@@ -332,7 +294,7 @@ pub struct RouteTable {
     /// Per broker group, the generations of what its registrations depend on (the unchanged
     /// shortcut's scope: a registration is compared with its own group's changes, not the
     /// whole table's).
-    pub(super) group_gens: Shared<Arc<str>, GroupGens>,
+    pub(super) group_gens: cowmap::Shared<Arc<str>, GroupGens>,
     /// Bumped whenever a static-topic mapping changes.
     pub(super) mappings_gen: u64,
     /// The last registration generation handed out (shared by every snapshot).
@@ -347,6 +309,7 @@ pub struct RouteTable {
     pub(super) live_gen: u64,
     /// Shared by every snapshot: one copy of each distinct encoded route body.
     pub(super) bodies: Arc<super::cache::BodyInterner>,
+    pub(super) lists: Lists,
 }
 
 impl fmt::Debug for RouteTable {
@@ -503,9 +466,9 @@ impl RouteTable {
         // One look-up for the entry and the table's key (at 1M topics each probe misses cache).
         let found = self.topics.get_key_value(topic).map(|(k, e)| (k.clone(), e.clone()));
         let next = match &found {
-            None => TopicEntry::new(vec![(broker.clone(), spec)]),
+            None => TopicEntry::new(vec![(broker.clone(), spec)], &self.lists),
             Some((_, entry)) if entry.queue(broker) == Some(&spec) => return,
-            Some((_, entry)) => entry.with_queue(broker, spec),
+            Some((_, entry)) => entry.with_queue(broker, spec, &self.lists),
         };
         let (key, old) = found.map_or_else(|| (Arc::from(topic), None), |(k, e)| (k, Some(e)));
         self.replace_topic(key, old.as_deref(), Some(next));
@@ -543,7 +506,8 @@ impl RouteTable {
                     (b.clone(), spec)
                 })
                 .collect();
-            changes.push((topic.clone(), (!queues.is_empty()).then(|| TopicEntry::new(queues))));
+            let entry = (!queues.is_empty()).then(|| TopicEntry::new(queues, &self.lists));
+            changes.push((topic.clone(), entry));
         }
         for (topic, entry) in changes {
             self.set_topic(topic, entry);

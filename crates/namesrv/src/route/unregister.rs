@@ -158,7 +158,8 @@ impl RouteTable {
             return;
         }
         info!(topic = %clip(topic), cluster = cluster.map(|c| tracing::field::display(clip(c))), "delete topic");
-        self.set_topic(key, (!queues.is_empty()).then(|| TopicEntry::new(queues)));
+        let entry = (!queues.is_empty()).then(|| TopicEntry::new(queues, &self.lists));
+        self.set_topic(key, entry);
     }
 
     /// Clears the write bit of every queue of `broker_name`; returns how many topics have one.
@@ -190,7 +191,7 @@ impl RouteTable {
                 if let Some(broker) = broker {
                     let mut spec = *spec;
                     spec.perm = new_perm;
-                    changes.push((topic.clone(), entry.with_queue(&broker, spec)));
+                    changes.push((topic.clone(), entry.with_queue(&broker, spec, &self.lists)));
                 }
             }
         }

@@ -101,7 +101,8 @@ fn restore(payload: Payload, now_ms: u64) -> (RouteTable, u64) {
             })
             .collect();
         if !queues.is_empty() {
-            table.topics.insert(Arc::from(topic), Arc::new(TopicEntry::new(queues)));
+            let entry = TopicEntry::new(queues, &table.lists);
+            table.topics.insert(Arc::from(topic), Arc::new(entry));
         }
     }
     for record in payload.filters {

@@ -405,22 +405,23 @@ fn read_list(r: &mut Reader<'_>, strings: &mut Sids) -> Result<Vec<(Arc<str>, Qu
 /// leaf (`CowMap::insert_many`: one random walk of the map per topic made the restore 2–3×
 /// slower at 1,000,000 topics).
 fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) -> Result<()> {
-    let mut lists: Vec<Vec<(Arc<str>, QueueSpec)>> = Vec::new();
+    // One entry per list, each topic's entry a copy of it (sharing the list).
+    let mut lists: Vec<TopicEntry> = Vec::new();
     let mut topics = Vec::new();
     while !r.at_end() {
         let topic = r.str()?;
         let list = match r.index()? {
             0 => {
-                lists.push(read_list(r, &mut strings)?);
+                lists.push(TopicEntry::new(read_list(r, &mut strings)?, &table.lists));
                 lists.len() - 1
             }
             k if k <= lists.len() => k - 1,
             _ => return Err(r.malformed("a queue list index out of the dictionary")),
         };
-        if lists[list].is_empty() {
+        if lists[list].queues.is_empty() {
             continue; // no queue, no topic (as v1)
         }
-        topics.push((Arc::from(topic), Arc::new(TopicEntry::new(lists[list].clone()))));
+        topics.push((Arc::from(topic), Arc::new(lists[list].refreshed())));
     }
     if table.topics.insert_many(topics) > 0 {
         return Err(r.malformed("a topic twice"));

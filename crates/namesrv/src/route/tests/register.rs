@@ -349,3 +349,40 @@ fn a_write_shares_the_small_tables_it_does_not_change() {
     assert!(before.groups.ptr_eq(&after.groups), "the groups are shared, not copied");
     assert!(before.clusters.ptr_eq(&after.clusters), "the clusters are shared, not copied");
 }
+
+/// The distinct queue lists of `table`'s topics (by address) and how many topics it has.
+fn lists_in_use(table: &RouteTable) -> (usize, usize) {
+    let lists: std::collections::HashSet<*const u8> =
+        table.topics.iter().map(|(_, entry)| entry.queues.as_ptr().cast::<u8>()).collect();
+    (lists.len(), table.topic_count())
+}
+
+#[test]
+fn topics_with_the_same_queues_share_one_list() {
+    let mut t = RouteTable::new();
+    let topics: Vec<String> = (0..500).map(|i| format!("T{i}")).collect();
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let (a, b) = (Broker::master(), Broker::master().name("broker-b").addr("127.0.0.1:10912"));
+    register(&mut t, &a, &names);
+    // baseTopic's queues differ from the others' (Java's default config).
+    assert_eq!(lists_in_use(&t), (2, 501), "the 500 topics share one list after the first broker");
+    register(&mut t, &b, &names);
+    assert_eq!(lists_in_use(&t), (2, 501), "and after the second");
+    assert_eq!(route(&t, "T7").queue_datas.len(), 2);
+
+    // A changed topic has its own list; the others keep theirs.
+    let mut configs = vec![TopicConfig::named("baseTopic")];
+    configs.extend(names.iter().map(|n| topic_config(n, if *n == "T7" { 4 } else { 6 })));
+    t.register_broker(b.clone().next_version().request_with(configs), NOW, false).expect("ok");
+    assert_eq!(lists_in_use(&t), (3, 501));
+    assert_eq!(perm_of(&route(&t, "T7"), "broker-b"), 4);
+
+    // A broker gone leaves the topics one shared list again, and so does a restore.
+    t.unregister_batch(&[b.unregister()]);
+    assert_eq!(lists_in_use(&t), (2, 501));
+    register(&mut t, &b, &names);
+    assert_eq!(lists_in_use(&t), (2, 501), "a returning broker's topics share theirs");
+    let (back, _) = RouteTable::from_snapshot(&t.to_snapshot(NOW), NOW).expect("restore");
+    assert_eq!(lists_in_use(&back), (2, 501));
+    assert_eq!(route(&back, "T9"), route(&t, "T9"));
+}
