@@ -1,7 +1,8 @@
 //! `CowMap`: a string-keyed map split into leaves under a two-level tree of shared nodes, copied
 //! on first write, so cloning the whole route table for a new snapshot costs a few hundred
 //! reference counts, and a write that touches k topics copies at most k leaves (plus the
-//! middle nodes above them), never the whole table.
+//! middle nodes above them), never the whole table. A value carries its own key ([`Keyed`]),
+//! so a leaf's slot is the value alone.
 //!
 //! Why two levels (#25): with one level of 256 shards a 10,000-topic registration at 1,000,000
 //! topics touched every shard and so copied the whole table (S7's profile, bench/results/
@@ -39,6 +40,26 @@ const LEAVES: usize = 256;
 /// A middle node doubles its leaves when they would hold more than this many keys on average.
 const LEAF_KEYS: usize = 16;
 
+/// What a [`CowMap`] holds: a value that carries its own key, so a leaf's slot is the value
+/// alone (#25: one pointer per topic instead of a key beside it; at 1,000,000 topics the
+/// leaves were 42 MB live, and twice that in the allocator's pages after the cold start's
+/// copies). A `(key, value)` pair is one too.
+pub trait Keyed {
+    fn key(&self) -> &Arc<str>;
+}
+
+impl<T: Keyed> Keyed for Arc<T> {
+    fn key(&self) -> &Arc<str> {
+        (**self).key()
+    }
+}
+
+impl<V> Keyed for (Arc<str>, V) {
+    fn key(&self) -> &Arc<str> {
+        &self.0
+    }
+}
+
 /// A string-keyed map with copy-on-write nodes. `V` should be cheap to clone (an `Arc`).
 /// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, the next
 /// bits (as many as its leaves need, up to 8) the leaf (the leaf's table uses the low bits for
@@ -50,8 +71,8 @@ pub struct CowMap<V> {
     len: usize,
 }
 
-/// One leaf: keys and values in a table probed with the map's hash.
-type Leaf<V> = HashTable<(Arc<str>, V)>;
+/// One leaf: values (each with its key) in a table probed with the map's hash.
+type Leaf<V> = HashTable<V>;
 
 /// The root's pointer to a middle node, beside the node's mask (`mask + 1` leaves in use, a
 /// power of two): a look-up reads both from one line of the root, then the leaf pointer from
@@ -100,7 +121,7 @@ fn mask_for(len: usize) -> usize {
     leaves - 1
 }
 
-impl<V: Clone> Slot<V> {
+impl<V: Keyed + Clone> Slot<V> {
     /// The node made private to this map, with its mask grown for `len` keys: each doubling
     /// splits every leaf between it and its new sibling by the next hash bit (new tables; the
     /// old leaves stay with any snapshot that shares them).
@@ -110,11 +131,10 @@ impl<V: Clone> Slot<V> {
             let old = self.mask + 1;
             for j in 0..old {
                 let (mut low, mut high) = (HashTable::new(), HashTable::new());
-                for (k, v) in node.leaves[j].iter() {
-                    let hash = hasher.hash_one(&**k);
+                for v in node.leaves[j].iter() {
+                    let hash = hasher.hash_one(&**v.key());
                     let to = if leaf_of(hash, 2 * old - 1) == j { &mut low } else { &mut high };
-                    let entry = (Arc::clone(k), v.clone());
-                    to.insert_unique(hash, entry, |(k, _)| hasher.hash_one(&**k));
+                    to.insert_unique(hash, v.clone(), |v| hasher.hash_one(&**v.key()));
                 }
                 node.leaves[j] = Arc::new(low);
                 node.leaves[j + old] = Arc::new(high);
@@ -125,7 +145,7 @@ impl<V: Clone> Slot<V> {
     }
 }
 
-impl<V: Clone> CowMap<V> {
+impl<V: Keyed + Clone> CowMap<V> {
     pub fn len(&self) -> usize {
         self.len
     }
@@ -151,32 +171,33 @@ impl<V: Clone> CowMap<V> {
     }
 
     pub fn get(&self, key: &str) -> Option<&V> {
-        self.get_key_value(key).map(|(_, v)| v)
+        let hash = self.hash(key);
+        self.leaf(hash).find(hash, |v| **v.key() == *key)
     }
 
     pub fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
-        let hash = self.hash(key);
-        self.leaf(hash).find(hash, |(k, _)| **k == *key).map(|(k, v)| (k, v))
+        self.get(key).map(|v| (v.key(), v))
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
-    /// Inserts or replaces; copies the leaf (and its middle node) if shared with a snapshot.
-    pub fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
-        let hash = self.hash(&key);
+    /// Inserts or replaces (under the value's key); copies the leaf (and its middle node) if
+    /// shared with a snapshot.
+    pub fn insert(&mut self, value: V) -> Option<V> {
+        let hash = self.hash(value.key());
         let hasher = self.hasher.clone();
         // Room for one more key only when it is new (a replacement never moves a leaf).
-        let new = self.leaf(hash).find(hash, |(k, _)| *k == key).is_none();
+        let new = self.leaf(hash).find(hash, |v| v.key() == value.key()).is_none();
         let (mid, mask) = self.mid_mut(mid_of(hash), usize::from(new));
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
+        match leaf.entry(hash, |v| v.key() == value.key(), |v| hasher.hash_one(&**v.key())) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => {
-                Some(std::mem::replace(&mut slot.get_mut().1, value))
+                Some(std::mem::replace(slot.get_mut(), value))
             }
             hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert((key, value));
+                slot.insert(value);
                 mid.len += 1;
                 self.len += 1;
                 None
@@ -188,10 +209,10 @@ impl<V: Clone> CowMap<V> {
     /// a table that shrank is looked up as fast as before.)
     pub fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
-        self.leaf(hash).find(hash, |(k, _)| **k == *key)?;
+        self.leaf(hash).find(hash, |v| **v.key() == *key)?;
         let (mid, mask) = self.mid_mut(mid_of(hash), 0);
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        let ((_, old), _) = leaf.find_entry(hash, |(k, _)| **k == *key).ok()?.remove();
+        let (old, _) = leaf.find_entry(hash, |v| **v.key() == *key).ok()?.remove();
         mid.len -= 1;
         self.len -= 1;
         Some(old)
@@ -203,12 +224,12 @@ impl<V: Clone> CowMap<V> {
     /// are read again (a route snapshot restore: one random walk of the tree per key, and a
     /// re-hash of keys long out of the cache, made 1,000,000 inserts 2–3× slower). Returns how
     /// many keys were already present (their value replaced).
-    pub fn insert_many(&mut self, entries: Vec<(Arc<str>, V)>) -> usize {
-        let mut hashed: Vec<(u64, Arc<str>, V)> =
-            entries.into_iter().map(|(k, v)| (self.hash(&k), k, v)).collect();
+    pub fn insert_many(&mut self, entries: Vec<V>) -> usize {
+        let mut hashed: Vec<(u64, V)> =
+            entries.into_iter().map(|v| (self.hash(v.key()), v)).collect();
         // Room first (counting every key as new), so the leaf of a hash no longer moves.
         let mut more = [0usize; FANOUT];
-        for (hash, _, _) in &hashed {
+        for (hash, _) in &hashed {
             more[mid_of(*hash)] += 1;
         }
         for (m, &n) in more.iter().enumerate().filter(|(_, n)| **n > 0) {
@@ -218,7 +239,7 @@ impl<V: Clone> CowMap<V> {
             let m = mid_of(hash);
             (m, leaf_of(hash, mids[m].mask))
         };
-        hashed.sort_unstable_by_key(|(hash, _, _)| slot_of(&self.mids, *hash));
+        hashed.sort_unstable_by_key(|(hash, _)| slot_of(&self.mids, *hash));
         let runs: Vec<usize> = hashed
             .chunk_by(|a, b| slot_of(&self.mids, a.0) == slot_of(&self.mids, b.0))
             .map(<[_]>::len)
@@ -228,18 +249,19 @@ impl<V: Clone> CowMap<V> {
         let mut entries = hashed.into_iter();
         for run in runs {
             let mut run_entries = entries.by_ref().take(run).peekable();
-            let Some(&(hash, _, _)) = run_entries.peek() else { break };
+            let Some(&(hash, _)) = run_entries.peek() else { break };
             let (mid, mask) = self.mid_mut(mid_of(hash), 0);
             let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-            leaf.reserve(run, |(k, _)| hasher.hash_one(&**k));
-            for (hash, key, value) in run_entries {
-                match leaf.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&**k)) {
+            leaf.reserve(run, |v| hasher.hash_one(&**v.key()));
+            for (hash, value) in run_entries {
+                let rehash = |v: &V| hasher.hash_one(&**v.key());
+                match leaf.entry(hash, |v| v.key() == value.key(), rehash) {
                     hashbrown::hash_table::Entry::Occupied(mut slot) => {
-                        slot.get_mut().1 = value;
+                        *slot.get_mut() = value;
                         replaced += 1;
                     }
                     hashbrown::hash_table::Entry::Vacant(slot) => {
-                        slot.insert((key, value));
+                        slot.insert(value);
                         mid.len += 1;
                         inserted += 1;
                     }
@@ -255,7 +277,7 @@ impl<V: Clone> CowMap<V> {
         self.mids
             .iter()
             .flat_map(|slot| slot.node.leaves[..=slot.mask].iter())
-            .flat_map(|leaf| leaf.iter().map(|(k, v)| (k, v)))
+            .flat_map(|leaf| leaf.iter().map(|v| (v.key(), v)))
     }
 }
 
@@ -263,8 +285,15 @@ impl<V: Clone> CowMap<V> {
 mod tests {
     use super::*;
 
+    type Pair = (Arc<str>, u32);
+
+    /// The value under `key`.
+    fn get(m: &CowMap<Pair>, key: &str) -> Option<u32> {
+        m.get(key).map(|(_, v)| *v)
+    }
+
     /// Every leaf in use, middle node by middle node.
-    fn leaves(m: &CowMap<u32>) -> Vec<Arc<Leaf<u32>>> {
+    fn leaves(m: &CowMap<Pair>) -> Vec<Arc<Leaf<Pair>>> {
         m.mids.iter().flat_map(|s| s.node.leaves[..=s.mask].iter().cloned()).collect()
     }
 
@@ -273,7 +302,7 @@ mod tests {
     #[test]
     fn leaves_hold_a_handful_of_keys_at_any_size() {
         for (n, step) in [(100usize, 1usize), (40_000, 1), (1_000_000, 1)] {
-            let mut m: CowMap<u32> = CowMap::default();
+            let mut m: CowMap<Pair> = CowMap::default();
             let keys: Vec<_> =
                 (0..n).step_by(step).map(|i| (Arc::from(format!("t{i}")), 0)).collect();
             m.insert_many(keys);
@@ -292,35 +321,35 @@ mod tests {
     /// time, the snapshot taken at every step still reads exactly its keys.
     #[test]
     fn growing_a_node_leaves_every_snapshot_whole() {
-        let mut m: CowMap<u32> = CowMap::default();
+        let mut m: CowMap<Pair> = CowMap::default();
         let mut snapshots = Vec::new();
         for i in 0..3_000u32 {
-            m.insert(Arc::from(format!("k{i}")), i);
+            m.insert((Arc::from(format!("k{i}")), i));
             if i % 250 == 0 {
                 snapshots.push((i, m.clone()));
             }
         }
         for (last, s) in &snapshots {
             assert_eq!(s.len(), *last as usize + 1);
-            assert!((0..=*last).all(|i| s.get(&format!("k{i}")) == Some(&i)));
-            assert_eq!(s.get(&format!("k{}", last + 1)), None);
+            assert!((0..=*last).all(|i| get(s, &format!("k{i}")) == Some(i)));
+            assert_eq!(get(s, &format!("k{}", last + 1)), None);
         }
         assert!(leaves(&m).len() > FANOUT, "the nodes grew");
     }
 
     #[test]
     fn clone_shares_until_written_and_writes_stay_private() {
-        let mut a: CowMap<u32> = CowMap::default();
-        a.insert(Arc::from("t1"), 1);
-        a.insert(Arc::from("t2"), 2);
+        let mut a: CowMap<Pair> = CowMap::default();
+        a.insert((Arc::from("t1"), 1));
+        a.insert((Arc::from("t2"), 2));
         let b = a.clone();
         let t1 = a.hash("t1");
         assert!(Arc::ptr_eq(a.leaf(t1), b.leaf(t1)));
-        a.insert(Arc::from("t1"), 10);
-        assert_eq!(a.get("t1"), Some(&10));
-        assert_eq!(b.get("t1"), Some(&1));
+        a.insert((Arc::from("t1"), 10));
+        assert_eq!(get(&a, "t1"), Some(10));
+        assert_eq!(get(&b, "t1"), Some(1));
         assert!(!Arc::ptr_eq(a.leaf(t1), b.leaf(t1)));
-        assert_eq!(a.remove("t2"), Some(2));
+        assert_eq!(a.remove("t2").map(|(_, v)| v), Some(2));
         assert_eq!(a.remove("t2"), None);
         assert_eq!((a.len(), b.len()), (1, 2));
         assert_eq!(b.iter().count(), 2);
@@ -328,19 +357,19 @@ mod tests {
 
     #[test]
     fn insert_many_is_insert_of_each() {
-        let mut a: CowMap<u32> = CowMap::default();
-        a.insert(Arc::from("t3"), 0);
+        let mut a: CowMap<Pair> = CowMap::default();
+        a.insert((Arc::from("t3"), 0));
         let snapshot = a.clone();
         let entries = (0..5_000).map(|i| (Arc::from(format!("t{i}")), i)).collect();
         assert_eq!(a.insert_many(entries), 1, "t3 was there");
         assert_eq!(a.len(), 5_000);
-        assert!((0..5_000).all(|i| a.get(&format!("t{i}")) == Some(&i)));
-        assert_eq!((snapshot.len(), snapshot.get("t3")), (1, Some(&0)), "a snapshot unchanged");
+        assert!((0..5_000).all(|i| get(&a, &format!("t{i}")) == Some(i)));
+        assert_eq!((snapshot.len(), get(&snapshot, "t3")), (1, Some(0)), "a snapshot unchanged");
     }
 
     #[test]
     fn removing_an_absent_key_copies_nothing() {
-        let a: CowMap<u32> = CowMap::default();
+        let a: CowMap<Pair> = CowMap::default();
         let mut b = a.clone();
         assert_eq!(b.remove("nope"), None);
         assert!(a.mids.iter().zip(b.mids.iter()).all(|(x, y)| Arc::ptr_eq(&x.node, &y.node)));
@@ -350,16 +379,40 @@ mod tests {
     /// 20,000-key map every leaf but one is still shared.
     #[test]
     fn a_write_copies_one_leaf_not_the_table() {
-        let mut a: CowMap<u32> = CowMap::default();
+        let mut a: CowMap<Pair> = CowMap::default();
         for i in 0..20_000 {
-            a.insert(Arc::from(format!("topic-{i}")), i);
+            a.insert((Arc::from(format!("topic-{i}")), i));
         }
         let mut b = a.clone();
-        b.insert(Arc::from("topic-7"), 70);
+        b.insert((Arc::from("topic-7"), 70));
         let shared =
             leaves(&a).iter().zip(leaves(&b).iter()).filter(|(x, y)| Arc::ptr_eq(x, y)).count();
         assert_eq!(shared, leaves(&a).len() - 1);
-        assert_eq!((a.get("topic-7"), b.get("topic-7")), (Some(&7), Some(&70)));
+        assert_eq!((get(&a, "topic-7"), get(&b, "topic-7")), (Some(7), Some(70)));
         assert_eq!(b.iter().count(), 20_000);
+    }
+
+    /// A value that holds its own key, behind an `Arc` (as the route table's topic entries).
+    struct Named {
+        name: Arc<str>,
+        n: u32,
+    }
+
+    impl Keyed for Named {
+        fn key(&self) -> &Arc<str> {
+            &self.name
+        }
+    }
+
+    #[test]
+    fn a_value_that_carries_its_key_is_found_by_it() {
+        let named = |name: &str, n| Arc::new(Named { name: Arc::from(name), n });
+        let mut m: CowMap<Arc<Named>> = CowMap::default();
+        m.insert_many((0..100).map(|i| named(&format!("t{i}"), i)).collect());
+        assert_eq!(m.insert(named("t5", 50)).map(|old| old.n), Some(5));
+        assert_eq!(m.get("t5").map(|v| v.n), Some(50));
+        assert_eq!(m.get_key_value("t6").map(|(k, v)| (&**k, v.n)), Some(("t6", 6)));
+        assert_eq!(m.remove("t7").map(|old| old.n), Some(7));
+        assert_eq!((m.len(), m.iter().filter(|(k, v)| **k == v.name).count()), (99, 99));
     }
 }

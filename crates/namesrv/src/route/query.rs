@@ -80,7 +80,7 @@ impl RouteTable {
             filter_server_table,
             order_topic_conf: None,
             queue_datas,
-            topic_queue_mapping_by_broker: self.mappings.get(topic).map(|m| (**m).clone()),
+            topic_queue_mapping_by_broker: self.mappings.get(topic).map(|(_, m)| (**m).clone()),
         };
         if support_acting_master && !topic.starts_with(SYNC_BROKER_MEMBER_PREFIX) {
             apply_acting_master(&mut route);

@@ -213,7 +213,8 @@ impl RouteTable {
             let next = self.topics.get(&topic).and_then(|entry| {
                 let rest: Vec<_> =
                     entry.queues.iter().filter(|(b, _)| *b != *name).cloned().collect();
-                (!rest.is_empty()).then(|| super::table::TopicEntry::new(rest, &self.lists))
+                let name = topic.clone();
+                (!rest.is_empty()).then(|| super::table::TopicEntry::new(name, rest, &self.lists))
             });
             info!(broker = %clip(name), topic = %clip(&topic), "deleteTopic with broker registration");
             self.set_topic(topic, next);
@@ -250,12 +251,13 @@ impl RouteTable {
             let Some(bname) = info.bname.as_deref() else {
                 continue; // Java would key it by null; no such mapping is routable.
             };
-            let mut map = self.mappings.get(topic).map_or_else(BTreeMap::new, |m| (**m).clone());
+            let mut map =
+                self.mappings.get(topic).map_or_else(BTreeMap::new, |(_, m)| (**m).clone());
             if map.get(bname) == Some(info) {
                 continue;
             }
             map.insert(bname.to_owned(), info.clone());
-            self.mappings.insert(Arc::from(topic.as_str()), Arc::new(map));
+            self.mappings.insert((Arc::from(topic.as_str()), Arc::new(map)));
             self.bump_mappings();
             if let Some((key, entry)) = self.topics.get_key_value(topic) {
                 let (key, entry) = (key.clone(), entry.refreshed());
@@ -437,8 +439,8 @@ impl RouteTable {
                 queues.push((broker, QueueSpec::from_queue_data(qd)));
             }
             info!(topic = %clip(topic), "register topic route");
-            let entry = super::table::TopicEntry::new(queues, &self.lists);
-            self.set_topic(Arc::from(topic), Some(entry));
+            let entry = super::table::TopicEntry::new(Arc::from(topic), queues, &self.lists);
+            self.set_topic(entry.name.clone(), Some(entry));
             true
         }
     }

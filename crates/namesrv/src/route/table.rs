@@ -98,6 +98,9 @@ impl QueueSpec {
     }
 }
 
+/// A topic's static-topic mappings, by broker name.
+pub(super) type Mappings = Arc<BTreeMap<String, TopicQueueMappingInfo>>;
+
 /// A topic's queues, one per broker group, sorted by broker name. Topics with equal lists share
 /// one (#25: a cluster's topics all have the same list; 64 MB of 232 at 1M topics before).
 pub(super) type QueueList = Arc<[(Arc<str>, QueueSpec)]>;
@@ -108,16 +111,29 @@ pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec)>>>;
 /// One topic's queues (never empty in the table). Immutable: a change builds a new entry, which
 /// also starts with an empty body cache.
 pub(super) struct TopicEntry {
+    /// The topic: the table's key, kept here so that a leaf of the map holds one pointer.
+    pub name: Arc<str>,
     pub queues: QueueList,
     pub cache: BodyCache,
 }
 
+impl cowmap::Keyed for TopicEntry {
+    fn key(&self) -> &Arc<str> {
+        &self.name
+    }
+}
+
 impl TopicEntry {
-    /// An entry of `queues` (sorted here, the first of a broker kept), shared through `lists`.
-    pub(super) fn new(mut queues: Vec<(Arc<str>, QueueSpec)>, lists: &Lists) -> Self {
+    /// `name`'s entry of `queues` (sorted here, the first of a broker kept), its list shared
+    /// through `lists`.
+    pub(super) fn new(
+        name: Arc<str>,
+        mut queues: Vec<(Arc<str>, QueueSpec)>,
+        lists: &Lists,
+    ) -> Self {
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         queues.dedup_by(|later, earlier| later.0 == earlier.0);
-        Self { queues: lists.lock().share(&queues), cache: BodyCache::default() }
+        Self { name, queues: lists.lock().share(&queues), cache: BodyCache::default() }
     }
 
     pub(super) fn queue(&self, broker: &str) -> Option<&QueueSpec> {
@@ -132,12 +148,17 @@ impl TopicEntry {
         let mut queues: Vec<_> =
             self.queues.iter().filter(|(name, _)| name != broker).cloned().collect();
         queues.push((broker.clone(), spec));
-        Self::new(queues, lists)
+        Self::new(self.name.clone(), queues, lists)
     }
 
     /// The same queues with a fresh cache (a static-topic mapping changed).
     pub(super) fn refreshed(&self) -> Self {
-        Self { queues: self.queues.clone(), cache: BodyCache::default() }
+        self.named(self.name.clone())
+    }
+
+    /// The same queues, for `name`, with a fresh cache.
+    pub(super) fn named(&self, name: Arc<str>) -> Self {
+        Self { name, queues: self.queues.clone(), cache: BodyCache::default() }
     }
 }
 
@@ -290,7 +311,7 @@ pub struct RouteTable {
     /// Java `filterServerTable`.
     pub(super) filters: ByAddr<Arc<[String]>>,
     /// Java `topicQueueMappingInfoTable` (never shrinks, like Java).
-    pub(super) mappings: CowMap<Arc<BTreeMap<String, TopicQueueMappingInfo>>>,
+    pub(super) mappings: CowMap<(Arc<str>, Mappings)>,
     /// Per broker group, the generations of what its registrations depend on (the unchanged
     /// shortcut's scope: a registration is compared with its own group's changes, not the
     /// whole table's).
@@ -442,14 +463,16 @@ impl RouteTable {
         self.replace_topic(topic, old.as_deref(), entry);
     }
 
-    /// [`RouteTable::set_topic`] for a caller that has the old entry (one probe less).
+    /// [`RouteTable::set_topic`] for a caller that has the old entry (one probe less). `new`
+    /// is `key`'s.
     fn replace_topic(&mut self, key: Arc<str>, old: Option<&TopicEntry>, new: Option<TopicEntry>) {
+        debug_assert!(new.as_ref().is_none_or(|entry| entry.name == key));
         self.topics_gen += 1;
         for name in &changed_queues(old, new.as_ref()) {
             self.bump_queues(name);
         }
         match new {
-            Some(entry) => self.topics.insert(key, Arc::new(entry)).map(drop),
+            Some(entry) => self.topics.insert(Arc::new(entry)).map(drop),
             None => self.topics.remove(&key).map(drop),
         };
     }
@@ -463,15 +486,15 @@ impl RouteTable {
     /// Sets `broker`'s queue of `topic`, creating the topic; identical content is a no-op.
     /// Java: `RouteInfoManager#createAndUpdateQueueData`
     pub(super) fn put_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) {
-        // One look-up for the entry and the table's key (at 1M topics each probe misses cache).
-        let found = self.topics.get_key_value(topic).map(|(k, e)| (k.clone(), e.clone()));
+        // One look-up for the entry, which has the table's key (at 1M topics each probe misses
+        // cache).
+        let found = self.topics.get(topic).cloned();
         let next = match &found {
-            None => TopicEntry::new(vec![(broker.clone(), spec)], &self.lists),
-            Some((_, entry)) if entry.queue(broker) == Some(&spec) => return,
-            Some((_, entry)) => entry.with_queue(broker, spec, &self.lists),
+            None => TopicEntry::new(Arc::from(topic), vec![(broker.clone(), spec)], &self.lists),
+            Some(entry) if entry.queue(broker) == Some(&spec) => return,
+            Some(entry) => entry.with_queue(broker, spec, &self.lists),
         };
-        let (key, old) = found.map_or_else(|| (Arc::from(topic), None), |(k, e)| (k, Some(e)));
-        self.replace_topic(key, old.as_deref(), Some(next));
+        self.replace_topic(next.name.clone(), found.as_deref(), Some(next));
     }
 
     /// Removes `brokers`' queues from every topic and applies `perm_and` to the queues of
@@ -506,7 +529,8 @@ impl RouteTable {
                     (b.clone(), spec)
                 })
                 .collect();
-            let entry = (!queues.is_empty()).then(|| TopicEntry::new(queues, &self.lists));
+            let name = topic.clone();
+            let entry = (!queues.is_empty()).then(|| TopicEntry::new(name, queues, &self.lists));
             changes.push((topic.clone(), entry));
         }
         for (topic, entry) in changes {

@@ -158,7 +158,8 @@ impl RouteTable {
             return;
         }
         info!(topic = %clip(topic), cluster = cluster.map(|c| tracing::field::display(clip(c))), "delete topic");
-        let entry = (!queues.is_empty()).then(|| TopicEntry::new(queues, &self.lists));
+        let name = key.clone();
+        let entry = (!queues.is_empty()).then(|| TopicEntry::new(name, queues, &self.lists));
         self.set_topic(key, entry);
     }
 

@@ -101,8 +101,8 @@ fn restore(payload: Payload, now_ms: u64) -> (RouteTable, u64) {
             })
             .collect();
         if !queues.is_empty() {
-            let entry = TopicEntry::new(queues, &table.lists);
-            table.topics.insert(Arc::from(topic), Arc::new(entry));
+            let entry = TopicEntry::new(Arc::from(topic), queues, &table.lists);
+            table.topics.insert(Arc::new(entry));
         }
     }
     for record in payload.filters {
@@ -110,7 +110,7 @@ fn restore(payload: Payload, now_ms: u64) -> (RouteTable, u64) {
         table.filters.insert(&cluster, &Arc::from(record.addr), Arc::from(record.servers));
     }
     for (topic, by_broker) in payload.mappings {
-        table.mappings.insert(Arc::from(topic), Arc::new(by_broker));
+        table.mappings.insert((Arc::from(topic), Arc::new(by_broker)));
     }
     (table, written_at_ms)
 }

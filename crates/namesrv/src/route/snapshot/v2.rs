@@ -103,7 +103,7 @@ fn write_mappings<W: Write>(sink: &mut Sink<W>, table: &RouteTable) -> io::Resul
     sink.count(mappings.len())?;
     for (topic, by_broker) in mappings {
         sink.bytes(topic.as_bytes())?;
-        sink.bytes(&serde_json::to_vec(&**by_broker)?)?;
+        sink.bytes(&serde_json::to_vec(&*by_broker.1)?)?;
     }
     Ok(())
 }
@@ -302,7 +302,7 @@ pub(super) fn read(payload: &[u8], now_ms: u64) -> Result<(RouteTable, u64)> {
         let topic = r.str()?;
         let by_broker: BTreeMap<String, TopicQueueMappingInfo> =
             serde_json::from_slice(r.bytes()?)?;
-        table.mappings.insert(Arc::from(topic), Arc::new(by_broker));
+        table.mappings.insert((Arc::from(topic), Arc::new(by_broker)));
     }
     read_topics(&mut r, strings, &mut table)?;
     Ok((table, written_at_ms))
@@ -412,7 +412,8 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
         let topic = r.str()?;
         let list = match r.index()? {
             0 => {
-                lists.push(TopicEntry::new(read_list(r, &mut strings)?, &table.lists));
+                let list = read_list(r, &mut strings)?;
+                lists.push(TopicEntry::new(Arc::from(""), list, &table.lists));
                 lists.len() - 1
             }
             k if k <= lists.len() => k - 1,
@@ -421,7 +422,7 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
         if lists[list].queues.is_empty() {
             continue; // no queue, no topic (as v1)
         }
-        topics.push((Arc::from(topic), Arc::new(lists[list].refreshed())));
+        topics.push(Arc::new(lists[list].named(Arc::from(topic))));
     }
     if table.topics.insert_many(topics) > 0 {
         return Err(r.malformed("a topic twice"));
