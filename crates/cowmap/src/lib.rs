@@ -21,8 +21,10 @@
 //! and halving the leaves made that ~8 % faster, but S1's reads 10 % slower in paired rounds:
 //! the look-up's share of the server's time went from 13 % to 21 %).
 
+mod key;
 mod pair;
 
+pub use key::InlineKey;
 pub use pair::{ByPair, Shared};
 
 use std::hash::BuildHasher;
@@ -45,17 +47,17 @@ const LEAF_KEYS: usize = 16;
 /// leaves were 42 MB live, and twice that in the allocator's pages after the cold start's
 /// copies). A `(key, value)` pair is one too.
 pub trait Keyed {
-    fn key(&self) -> &Arc<str>;
+    fn key(&self) -> &str;
 }
 
 impl<T: Keyed> Keyed for Arc<T> {
-    fn key(&self) -> &Arc<str> {
+    fn key(&self) -> &str {
         (**self).key()
     }
 }
 
 impl<V> Keyed for (Arc<str>, V) {
-    fn key(&self) -> &Arc<str> {
+    fn key(&self) -> &str {
         &self.0
     }
 }
@@ -132,9 +134,9 @@ impl<V: Keyed + Clone> Slot<V> {
             for j in 0..old {
                 let (mut low, mut high) = (HashTable::new(), HashTable::new());
                 for v in node.leaves[j].iter() {
-                    let hash = hasher.hash_one(&**v.key());
+                    let hash = hasher.hash_one(v.key());
                     let to = if leaf_of(hash, 2 * old - 1) == j { &mut low } else { &mut high };
-                    to.insert_unique(hash, v.clone(), |v| hasher.hash_one(&**v.key()));
+                    to.insert_unique(hash, v.clone(), |v| hasher.hash_one(v.key()));
                 }
                 node.leaves[j] = Arc::new(low);
                 node.leaves[j + old] = Arc::new(high);
@@ -172,11 +174,7 @@ impl<V: Keyed + Clone> CowMap<V> {
 
     pub fn get(&self, key: &str) -> Option<&V> {
         let hash = self.hash(key);
-        self.leaf(hash).find(hash, |v| **v.key() == *key)
-    }
-
-    pub fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
-        self.get(key).map(|v| (v.key(), v))
+        self.leaf(hash).find(hash, |v| v.key() == key)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -192,7 +190,7 @@ impl<V: Keyed + Clone> CowMap<V> {
         let new = self.leaf(hash).find(hash, |v| v.key() == value.key()).is_none();
         let (mid, mask) = self.mid_mut(mid_of(hash), usize::from(new));
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        match leaf.entry(hash, |v| v.key() == value.key(), |v| hasher.hash_one(&**v.key())) {
+        match leaf.entry(hash, |v| v.key() == value.key(), |v| hasher.hash_one(v.key())) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => {
                 Some(std::mem::replace(slot.get_mut(), value))
             }
@@ -209,10 +207,10 @@ impl<V: Keyed + Clone> CowMap<V> {
     /// a table that shrank is looked up as fast as before.)
     pub fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
-        self.leaf(hash).find(hash, |v| **v.key() == *key)?;
+        self.leaf(hash).find(hash, |v| v.key() == key)?;
         let (mid, mask) = self.mid_mut(mid_of(hash), 0);
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        let (old, _) = leaf.find_entry(hash, |v| **v.key() == *key).ok()?.remove();
+        let (old, _) = leaf.find_entry(hash, |v| v.key() == key).ok()?.remove();
         mid.len -= 1;
         self.len -= 1;
         Some(old)
@@ -252,9 +250,9 @@ impl<V: Keyed + Clone> CowMap<V> {
             let Some(&(hash, _)) = run_entries.peek() else { break };
             let (mid, mask) = self.mid_mut(mid_of(hash), 0);
             let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-            leaf.reserve(run, |v| hasher.hash_one(&**v.key()));
+            leaf.reserve(run, |v| hasher.hash_one(v.key()));
             for (hash, value) in run_entries {
-                let rehash = |v: &V| hasher.hash_one(&**v.key());
+                let rehash = |v: &V| hasher.hash_one(v.key());
                 match leaf.entry(hash, |v| v.key() == value.key(), rehash) {
                     hashbrown::hash_table::Entry::Occupied(mut slot) => {
                         *slot.get_mut() = value;
@@ -273,7 +271,7 @@ impl<V: Keyed + Clone> CowMap<V> {
     }
 
     /// Every entry, leaf by leaf (no particular order).
-    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
         self.mids
             .iter()
             .flat_map(|slot| slot.node.leaves[..=slot.mask].iter())
@@ -394,25 +392,25 @@ mod tests {
 
     /// A value that holds its own key, behind an `Arc` (as the route table's topic entries).
     struct Named {
-        name: Arc<str>,
+        name: Box<str>,
         n: u32,
     }
 
     impl Keyed for Named {
-        fn key(&self) -> &Arc<str> {
+        fn key(&self) -> &str {
             &self.name
         }
     }
 
     #[test]
     fn a_value_that_carries_its_key_is_found_by_it() {
-        let named = |name: &str, n| Arc::new(Named { name: Arc::from(name), n });
+        let named = |name: &str, n| Arc::new(Named { name: name.into(), n });
         let mut m: CowMap<Arc<Named>> = CowMap::default();
         m.insert_many((0..100).map(|i| named(&format!("t{i}"), i)).collect());
         assert_eq!(m.insert(named("t5", 50)).map(|old| old.n), Some(5));
         assert_eq!(m.get("t5").map(|v| v.n), Some(50));
-        assert_eq!(m.get_key_value("t6").map(|(k, v)| (&**k, v.n)), Some(("t6", 6)));
+        assert_eq!(m.get("t6").map(|v| (v.key(), v.n)), Some(("t6", 6)));
         assert_eq!(m.remove("t7").map(|old| old.n), Some(7));
-        assert_eq!((m.len(), m.iter().filter(|(k, v)| **k == v.name).count()), (99, 99));
+        assert_eq!((m.len(), m.iter().filter(|(k, v)| *k == &*v.name).count()), (99, 99));
     }
 }

@@ -201,23 +201,22 @@ impl RouteTable {
         name: &Arc<str>,
         wrapper: &TopicConfigAndMappingSerializeWrapper,
     ) {
-        let gone: Vec<Arc<str>> = self
+        let gone: Vec<String> = self
             .topics
             .iter()
             .filter(|(topic, entry)| {
-                entry.queue(name).is_some() && !wrapper.topic_config_table.contains_key(&***topic)
+                entry.queue(name).is_some() && !wrapper.topic_config_table.contains_key(*topic)
             })
-            .map(|(topic, _)| topic.clone())
+            .map(|(topic, _)| topic.to_owned())
             .collect();
         for topic in gone {
             let next = self.topics.get(&topic).and_then(|entry| {
                 let rest: Vec<_> =
                     entry.queues.iter().filter(|(b, _)| *b != *name).cloned().collect();
-                let name = topic.clone();
-                (!rest.is_empty()).then(|| super::table::TopicEntry::new(name, rest, &self.lists))
+                (!rest.is_empty()).then(|| super::table::TopicEntry::new(&topic, rest, &self.lists))
             });
             info!(broker = %clip(name), topic = %clip(&topic), "deleteTopic with broker registration");
-            self.set_topic(topic, next);
+            self.set_topic(&topic, next);
         }
     }
 
@@ -259,9 +258,9 @@ impl RouteTable {
             map.insert(bname.to_owned(), info.clone());
             self.mappings.insert((Arc::from(topic.as_str()), Arc::new(map)));
             self.bump_mappings();
-            if let Some((key, entry)) = self.topics.get_key_value(topic) {
-                let (key, entry) = (key.clone(), entry.refreshed());
-                self.set_topic(key, Some(entry));
+            if let Some(entry) = self.topics.get(topic) {
+                let entry = entry.refreshed();
+                self.set_topic(topic, Some(entry));
             }
         }
     }
@@ -439,8 +438,8 @@ impl RouteTable {
                 queues.push((broker, QueueSpec::from_queue_data(qd)));
             }
             info!(topic = %clip(topic), "register topic route");
-            let entry = super::table::TopicEntry::new(Arc::from(topic), queues, &self.lists);
-            self.set_topic(entry.name.clone(), Some(entry));
+            let entry = super::table::TopicEntry::new(topic, queues, &self.lists);
+            self.set_topic(topic, Some(entry));
             true
         }
     }

@@ -112,28 +112,29 @@ pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec)>>>;
 /// also starts with an empty body cache.
 pub(super) struct TopicEntry {
     /// The topic: the table's key, kept here so that a leaf of the map holds one pointer.
-    pub name: Arc<str>,
+    name: cowmap::InlineKey,
     pub queues: QueueList,
     pub cache: BodyCache,
 }
 
 impl cowmap::Keyed for TopicEntry {
-    fn key(&self) -> &Arc<str> {
-        &self.name
+    fn key(&self) -> &str {
+        self.name.as_str()
     }
 }
 
 impl TopicEntry {
     /// `name`'s entry of `queues` (sorted here, the first of a broker kept), its list shared
     /// through `lists`.
-    pub(super) fn new(
-        name: Arc<str>,
-        mut queues: Vec<(Arc<str>, QueueSpec)>,
-        lists: &Lists,
-    ) -> Self {
+    pub(super) fn new(name: &str, mut queues: Vec<(Arc<str>, QueueSpec)>, lists: &Lists) -> Self {
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         queues.dedup_by(|later, earlier| later.0 == earlier.0);
-        Self { name, queues: lists.lock().share(&queues), cache: BodyCache::default() }
+        let queues = lists.lock().share(&queues);
+        Self { name: cowmap::InlineKey::new(name), queues, cache: BodyCache::default() }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        self.name.as_str()
     }
 
     pub(super) fn queue(&self, broker: &str) -> Option<&QueueSpec> {
@@ -148,17 +149,18 @@ impl TopicEntry {
         let mut queues: Vec<_> =
             self.queues.iter().filter(|(name, _)| name != broker).cloned().collect();
         queues.push((broker.clone(), spec));
-        Self::new(self.name.clone(), queues, lists)
+        Self::new(self.name(), queues, lists)
     }
 
     /// The same queues with a fresh cache (a static-topic mapping changed).
     pub(super) fn refreshed(&self) -> Self {
-        self.named(self.name.clone())
+        Self { name: self.name.clone(), queues: self.queues.clone(), cache: BodyCache::default() }
     }
 
     /// The same queues, for `name`, with a fresh cache.
-    pub(super) fn named(&self, name: Arc<str>) -> Self {
-        Self { name, queues: self.queues.clone(), cache: BodyCache::default() }
+    pub(super) fn named(&self, name: &str) -> Self {
+        let (name, queues) = (cowmap::InlineKey::new(name), self.queues.clone());
+        Self { name, queues, cache: BodyCache::default() }
     }
 }
 
@@ -458,22 +460,22 @@ impl RouteTable {
 
     /// Replaces a topic's entry (`None` removes the topic); the groups whose queue in it
     /// changed are told ([`GroupGens::queues`]).
-    pub(super) fn set_topic(&mut self, topic: Arc<str>, entry: Option<TopicEntry>) {
-        let old = self.topics.get(&topic).cloned();
+    pub(super) fn set_topic(&mut self, topic: &str, entry: Option<TopicEntry>) {
+        let old = self.topics.get(topic).cloned();
         self.replace_topic(topic, old.as_deref(), entry);
     }
 
     /// [`RouteTable::set_topic`] for a caller that has the old entry (one probe less). `new`
     /// is `key`'s.
-    fn replace_topic(&mut self, key: Arc<str>, old: Option<&TopicEntry>, new: Option<TopicEntry>) {
-        debug_assert!(new.as_ref().is_none_or(|entry| entry.name == key));
+    fn replace_topic(&mut self, key: &str, old: Option<&TopicEntry>, new: Option<TopicEntry>) {
+        debug_assert!(new.as_ref().is_none_or(|entry| entry.name() == key));
         self.topics_gen += 1;
         for name in &changed_queues(old, new.as_ref()) {
             self.bump_queues(name);
         }
         match new {
             Some(entry) => self.topics.insert(Arc::new(entry)).map(drop),
-            None => self.topics.remove(&key).map(drop),
+            None => self.topics.remove(key).map(drop),
         };
     }
 
@@ -490,11 +492,11 @@ impl RouteTable {
         // cache).
         let found = self.topics.get(topic).cloned();
         let next = match &found {
-            None => TopicEntry::new(Arc::from(topic), vec![(broker.clone(), spec)], &self.lists),
+            None => TopicEntry::new(topic, vec![(broker.clone(), spec)], &self.lists),
             Some(entry) if entry.queue(broker) == Some(&spec) => return,
             Some(entry) => entry.with_queue(broker, spec, &self.lists),
         };
-        self.replace_topic(next.name.clone(), found.as_deref(), Some(next));
+        self.replace_topic(topic, found.as_deref(), Some(next));
     }
 
     /// Removes `brokers`' queues from every topic and applies `perm_and` to the queues of
@@ -529,12 +531,11 @@ impl RouteTable {
                     (b.clone(), spec)
                 })
                 .collect();
-            let name = topic.clone();
-            let entry = (!queues.is_empty()).then(|| TopicEntry::new(name, queues, &self.lists));
-            changes.push((topic.clone(), entry));
+            let entry = (!queues.is_empty()).then(|| TopicEntry::new(topic, queues, &self.lists));
+            changes.push((topic.to_owned(), entry));
         }
         for (topic, entry) in changes {
-            self.set_topic(topic, entry);
+            self.set_topic(&topic, entry);
         }
     }
 }

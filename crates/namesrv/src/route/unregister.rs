@@ -3,7 +3,6 @@
 
 use remoting::text::clip;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use remoting::body::perm;
 use tracing::{debug, info};
@@ -141,10 +140,9 @@ impl RouteTable {
     /// mappings stay.
     /// Java: `RouteInfoManager#deleteTopic(String)` / `#deleteTopic(String, String)`
     pub fn delete_topic(&mut self, topic: &str, cluster: Option<&str>) {
-        let Some((key, entry)) = self.topics.get_key_value(topic) else {
+        let Some(entry) = self.topics.get(topic).cloned() else {
             return;
         };
-        let (key, entry) = (key.clone(), entry.clone());
         let queues: Vec<_> = match cluster.filter(|c| !c.is_empty()) {
             None => Vec::new(),
             Some(cluster) => {
@@ -158,9 +156,8 @@ impl RouteTable {
             return;
         }
         info!(topic = %clip(topic), cluster = cluster.map(|c| tracing::field::display(clip(c))), "delete topic");
-        let name = key.clone();
-        let entry = (!queues.is_empty()).then(|| TopicEntry::new(name, queues, &self.lists));
-        self.set_topic(key, entry);
+        let entry = (!queues.is_empty()).then(|| TopicEntry::new(topic, queues, &self.lists));
+        self.set_topic(topic, entry);
     }
 
     /// Clears the write bit of every queue of `broker_name`; returns how many topics have one.
@@ -179,8 +176,8 @@ impl RouteTable {
     /// Java: `RouteInfoManager#operateWritePermOfBroker`
     fn operate_write_perm(&mut self, broker_name: &str, op: impl Fn(i32) -> i32) -> i32 {
         let mut count: i32 = 0;
-        let mut changes: Vec<(Arc<str>, TopicEntry)> = Vec::new();
-        for (topic, entry) in self.topics.iter() {
+        let mut changes: Vec<TopicEntry> = Vec::new();
+        for (_, entry) in self.topics.iter() {
             let Some(spec) = entry.queue(broker_name) else {
                 continue;
             };
@@ -192,12 +189,13 @@ impl RouteTable {
                 if let Some(broker) = broker {
                     let mut spec = *spec;
                     spec.perm = new_perm;
-                    changes.push((topic.clone(), entry.with_queue(&broker, spec, &self.lists)));
+                    changes.push(entry.with_queue(&broker, spec, &self.lists));
                 }
             }
         }
-        for (topic, entry) in changes {
-            self.set_topic(topic, Some(entry));
+        for entry in changes {
+            let topic = entry.name().to_owned();
+            self.set_topic(&topic, Some(entry));
         }
         count
     }

@@ -2,7 +2,6 @@
 //! live entry, and a filtered page of topics. Pure data, computed from one snapshot.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use remoting::body::{DataVersion, QueueData};
 
@@ -80,7 +79,7 @@ impl RouteTable {
     /// over the table and a partial sort: O(topics + limit·log limit), whatever the page.
     pub fn topic_page(&self, filter: &TopicFilter, offset: usize, limit: usize) -> TopicPage {
         let groups = filter.cluster.as_deref().map(|c| self.clusters.get(c));
-        let mut names: Vec<&Arc<str>> = self
+        let mut names: Vec<&str> = self
             .topics
             .iter()
             .filter(|(name, entry)| {

@@ -101,7 +101,7 @@ fn restore(payload: Payload, now_ms: u64) -> (RouteTable, u64) {
             })
             .collect();
         if !queues.is_empty() {
-            let entry = TopicEntry::new(Arc::from(topic), queues, &table.lists);
+            let entry = TopicEntry::new(&topic, queues, &table.lists);
             table.topics.insert(Arc::new(entry));
         }
     }

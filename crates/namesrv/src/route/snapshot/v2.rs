@@ -413,7 +413,7 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
         let list = match r.index()? {
             0 => {
                 let list = read_list(r, &mut strings)?;
-                lists.push(TopicEntry::new(Arc::from(""), list, &table.lists));
+                lists.push(TopicEntry::new("", list, &table.lists));
                 lists.len() - 1
             }
             k if k <= lists.len() => k - 1,
@@ -422,7 +422,7 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
         if lists[list].queues.is_empty() {
             continue; // no queue, no topic (as v1)
         }
-        topics.push(Arc::new(lists[list].named(Arc::from(topic))));
+        topics.push(Arc::new(lists[list].named(topic)));
     }
     if table.topics.insert_many(topics) > 0 {
         return Err(r.malformed("a topic twice"));

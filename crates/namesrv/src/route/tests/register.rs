@@ -386,3 +386,23 @@ fn topics_with_the_same_queues_share_one_list() {
     assert_eq!(lists_in_use(&back), (2, 501));
     assert_eq!(route(&back, "T9"), route(&t, "T9"));
 }
+
+/// Names kept inline in their entry (up to 40 bytes) and longer ones are found, listed,
+/// deleted and restored alike.
+#[test]
+fn short_and_long_topic_names_alike() {
+    let names: Vec<String> =
+        [1, 39, 40, 41, 127].iter().map(|n| "é".repeat(n / 2) + &"t".repeat(n % 2)).collect();
+    let topics: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut t = RouteTable::new();
+    register(&mut t, &Broker::master(), &topics);
+    let (back, _) = RouteTable::from_snapshot(&t.to_snapshot(NOW), NOW).expect("restore");
+    for table in [&t, &back] {
+        for name in &topics {
+            assert_eq!(route(table, name).queue_datas.len(), 1, "{} bytes", name.len());
+            assert!(table.contains_topic(name));
+        }
+    }
+    t.delete_topic(topics[4], None);
+    assert!(!t.contains_topic(topics[4]) && t.contains_topic(topics[2]));
+}

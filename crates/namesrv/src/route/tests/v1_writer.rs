@@ -111,9 +111,9 @@ pub fn to_v1_snapshot(table: &RouteTable, written_at_ms: u64) -> Vec<u8> {
         .map(|(cluster, addr, servers)| FilterOut { cluster, addr, servers })
         .collect();
     filters.sort_unstable_by(|a, b| (a.cluster, a.addr).cmp(&(b.cluster, b.addr)));
-    let mut topics: Vec<_> = table.topics.iter().map(|(t, e)| (&**t, Queues(&e.queues))).collect();
+    let mut topics: Vec<_> = table.topics.iter().map(|(t, e)| (t, Queues(&e.queues))).collect();
     topics.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut mappings: Vec<_> = table.mappings.iter().map(|(t, m)| (&**t, &*m.1)).collect();
+    let mut mappings: Vec<_> = table.mappings.iter().map(|(t, m)| (t, &*m.1)).collect();
     mappings.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let payload = PayloadOut {
         written_at_ms,
