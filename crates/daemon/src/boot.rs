@@ -29,18 +29,6 @@ pub enum BootError {
     ControllerStart(#[source] ::controller::StartError),
 }
 
-/// Turns transparent huge pages off for the process (Linux `PR_SET_THP_DISABLE`, kept across
-/// `exec`). mimalloc asks for them on its arenas, and a 2 MiB page that still holds a few live
-/// route-table objects counts whole in the RSS. S7 at 1,000,000 topics (#25), the allocator's own
-/// switch (`MIMALLOC_ALLOW_THP=0`) against none: steady RSS 265 against 277 MiB, the 1 % change
-/// churn's peak 396 against 438 MiB, route reads 412k against 407k/s.
-fn no_huge_pages() {
-    #[cfg(target_os = "linux")]
-    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
-        tracing::warn!(error = %e, "could not turn transparent huge pages off");
-    }
-}
-
 /// A server binary's `main`: carries out `parsed` (the binary's own command line), printing
 /// `-p`/`-h` output or the command-line error; otherwise sets up logging (`RUST_LOG`), prints
 /// the configuration's `load_message`, and runs `serve` on a multi-threaded runtime.
@@ -64,7 +52,6 @@ where
         }
     };
     conf::cli::init_logging("info,openraft=warn");
-    no_huge_pages();
     if let Some(message) = load_message(&config) {
         println!("{message}");
     }

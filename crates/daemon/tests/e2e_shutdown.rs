@@ -213,20 +213,6 @@ async fn sigterm_answers_every_pipelined_request_and_exits_zero() {
     }
 }
 
-/// The binary runs without transparent huge pages (#25: mimalloc's 2 MiB pages held a few live
-/// objects each and counted whole in the RSS).
-#[cfg(target_os = "linux")]
-#[tokio::test]
-async fn the_binary_runs_without_transparent_huge_pages() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = write_config(dir.path(), "");
-    let ns = spawn_namesrv(&config).await;
-    let pid = ns.child.id().expect("running");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    let thp = status.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(str::trim);
-    assert_eq!(thp, Some("0"), "{status}");
-}
-
 #[tokio::test]
 async fn print_config_item_prints_listen_port_and_exits_zero() {
     let output = tokio::time::timeout(
