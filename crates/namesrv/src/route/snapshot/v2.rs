@@ -27,7 +27,6 @@
 //! Static-topic mappings are rare and nested, so they stay JSON.
 
 use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -210,31 +209,6 @@ impl<'a> Strings<'a> {
     }
 }
 
-/// A queue list as a dictionary key: broker names by identity (the table holds one `Arc` per
-/// name, so this hashes a pointer, not the name; two copies of one name would only cost a
-/// duplicate dictionary entry), queue numbers by value.
-struct ListKey<'a>(&'a Queues);
-
-impl PartialEq for ListKey<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len()
-            && self.0.iter().zip(other.0).all(|(a, b)| Arc::ptr_eq(&a.0, &b.0) && a.1 == b.1)
-    }
-}
-
-impl Eq for ListKey<'_> {}
-
-impl Hash for ListKey<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        for (broker, spec) in self.0 {
-            state.write_usize(Arc::as_ptr(broker).cast::<u8>() as usize);
-            let pair = |a: i32, b: i32| (u64::from(a as u32) << 32) | u64::from(b as u32);
-            state.write_u64(pair(spec.perm, spec.read_queue_nums));
-            state.write_u64(pair(spec.write_queue_nums, spec.topic_sys_flag));
-        }
-    }
-}
-
 /// The topics, straight from the table, each with its queue list: a reference into the
 /// dictionary of lists already written, or the list itself (then in the dictionary).
 fn write_topics<'a, W: Write>(
@@ -242,11 +216,14 @@ fn write_topics<'a, W: Write>(
     strings: &mut Strings<'a>,
     table: &'a RouteTable,
 ) -> io::Result<()> {
-    let mut lists: HashMap<ListKey<'a>, u64, RandomState> = HashMap::default();
+    // Keyed by the list's address: the table's lists are interned (`RouteTable::lists`), so one
+    // address is one content, and a look-up reads no list. Two copies of one content would
+    // only cost a repeated list in the file.
+    let mut lists: HashMap<*const Queues, u64, RandomState> = HashMap::default();
     for (name, entry) in table.topics.iter() {
         sink.bytes(name.as_bytes())?;
         let next = lists.len() as u64 + 1;
-        match lists.entry(ListKey(&entry.queues)) {
+        match lists.entry(Arc::as_ptr(&entry.queues)) {
             Entry::Occupied(known) => sink.varint(*known.get())?,
             Entry::Vacant(new) => {
                 new.insert(next);

@@ -141,6 +141,33 @@ fn v2_is_binary_with_the_header_line_and_under_a_quarter_of_v1() {
     assert_same_tables(&t, &restored_any(&v2));
 }
 
+/// The writer's dictionary of queue lists is keyed by the list's address (the table interns
+/// its lists): topics given the same queues by different registrations still write their list
+/// once, and each further topic costs its name and a one-byte reference.
+#[test]
+fn a_list_shared_by_topics_registered_apart_is_written_once() {
+    let names: Vec<String> = (0..1_000).map(|i| format!("shared-{i:04}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut t = RouteTable::new();
+    let other = || Broker::master().name("broker-b").addr("10.0.0.2:10911").conn(3);
+    register(&mut t, &Broker::master(), &names);
+    // The second broker's topics in ten registrations, so that each builds lists of its own.
+    for end in (100..=1_000).step_by(100) {
+        register(&mut t, &other(), &names[..end]);
+    }
+    let payload_of = |t: &RouteTable| t.to_snapshot(WRITTEN_AT).len();
+    let one = {
+        let mut t = RouteTable::new();
+        register(&mut t, &Broker::master(), &names[..1]);
+        register(&mut t, &other(), &names[..1]);
+        payload_of(&t)
+    };
+    // Each further topic: a length byte, its name, a one-byte dictionary reference.
+    let per_topic: usize = names[1..].iter().map(|n| 1 + n.len() + 1).sum();
+    assert_eq!(payload_of(&t), one + per_topic, "one list for 1,000 topics");
+    assert_same_tables(&t, &restored_any(&t.to_snapshot(WRITTEN_AT)));
+}
+
 fn restored_any(bytes: &[u8]) -> RouteTable {
     RouteTable::from_snapshot(bytes, RESTART).expect("restore").0
 }
