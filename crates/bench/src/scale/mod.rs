@@ -42,7 +42,7 @@ pub enum Axis {
 /// One size of S7.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Point {
-    /// `t10k`, `t100k`, `t1m`, `b32`, `b200`, `b2000`.
+    /// `t10k`, `t40k`, `t100k`, `t1m`, `b32`, `b200`, `b2000`.
     pub name: String,
     pub axis: Axis,
     pub shape: Shape,
@@ -58,6 +58,8 @@ impl Point {
         };
         vec![
             p("t10k", Axis::Topics, 1, 10_000),
+            // The size of S1-S6 (40,000 topics): issue #25's reference for the growth target.
+            p("t40k", Axis::Topics, 4, 10_000),
             p("t100k", Axis::Topics, 10, 10_000),
             p("t1m", Axis::Topics, 100, 10_000),
             p("b32", Axis::Brokers, 16, 500),
