@@ -360,16 +360,21 @@ fn workdir(f: &ServerFlags) -> anyhow::Result<PathBuf> {
 }
 
 /// When a run started and the load average then.
+/// A run under way: what it started from (the commit and whether the tree was clean are read
+/// at the start, when the servers were built: an edit made while it runs is not in them).
 struct Run {
     started: Instant,
     load_before: String,
+    commit: String,
+    dirty: bool,
 }
 
 impl Run {
     fn start() -> Self {
         let load_before = suite::loadavg();
         say(&format!("load average before: {load_before}"));
-        Self { started: Instant::now(), load_before }
+        let (commit, dirty) = git_state();
+        Self { started: Instant::now(), load_before, commit, dirty }
     }
 
     /// The run's environment, now that it ended.
@@ -379,9 +384,17 @@ impl Run {
             loadavg_after: suite::loadavg(),
             quick,
             wall_secs: self.started.elapsed().as_secs_f64(),
+            commit: self.commit,
+            dirty: self.dirty,
             ..env_info(f)
         }
     }
+}
+
+/// The commit checked out, and whether tracked files differ from it.
+fn git_state() -> (String, bool) {
+    let dirty = !run("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    (run("git", &["rev-parse", "HEAD"]), dirty)
 }
 
 async fn suite_cmd(a: SuiteArgs) -> anyhow::Result<()> {
@@ -435,23 +448,21 @@ fn write_report(r: &Report, out: &Path) -> anyhow::Result<()> {
     bench::chart::chart(r, &out.join("latest.svg"))
 }
 
-fn env_info(a: &ServerFlags) -> EnvInfo {
-    let run = |prog: &str, args: &[&str]| {
-        Command::new(prog)
-            .args(args)
-            .output()
-            .ok()
-            .map(|o| {
-                format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&o.stdout),
-                    String::from_utf8_lossy(&o.stderr)
-                )
+/// What `prog args` printed (stdout, then stderr), trimmed; empty when it could not run.
+fn run(prog: &str, args: &[&str]) -> String {
+    Command::new(prog)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| {
+            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
                 .trim()
                 .to_owned()
-            })
-            .unwrap_or_default()
-    };
+        })
+        .unwrap_or_default()
+}
+
+fn env_info(a: &ServerFlags) -> EnvInfo {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
@@ -470,9 +481,10 @@ fn env_info(a: &ServerFlags) -> EnvInfo {
     } else {
         "not used".to_owned()
     };
+    let (commit, dirty) = git_state();
     EnvInfo {
-        commit: run("git", &["rev-parse", "HEAD"]),
-        dirty: !run("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty(),
+        commit,
+        dirty,
         date: run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         cpu,
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
