@@ -359,7 +359,6 @@ fn workdir(f: &ServerFlags) -> anyhow::Result<PathBuf> {
     Ok(workdir)
 }
 
-/// When a run started and the load average then.
 /// A run under way: what it started from (the commit and whether the tree was clean are read
 /// at the start, when the servers were built: an edit made while it runs is not in them).
 struct Run {
