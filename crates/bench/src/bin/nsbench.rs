@@ -383,9 +383,7 @@ impl Run {
             loadavg_after: suite::loadavg(),
             quick,
             wall_secs: self.started.elapsed().as_secs_f64(),
-            commit: self.commit,
-            dirty: self.dirty,
-            ..env_info(f)
+            ..env_info(f, self.commit, self.dirty)
         }
     }
 }
@@ -461,7 +459,9 @@ fn run(prog: &str, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn env_info(a: &ServerFlags) -> EnvInfo {
+/// The machine and servers of a run that started at `commit` (`dirty`: tracked files
+/// differed from it).
+fn env_info(a: &ServerFlags, commit: String, dirty: bool) -> EnvInfo {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
@@ -480,7 +480,6 @@ fn env_info(a: &ServerFlags) -> EnvInfo {
     } else {
         "not used".to_owned()
     };
-    let (commit, dirty) = git_state();
     EnvInfo {
         commit,
         dirty,
