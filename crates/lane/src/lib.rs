@@ -152,13 +152,15 @@ fn run_jobs(rx: &Mutex<mpsc::Receiver<Job>>, flush: Option<&(dyn Fn() + Send + S
     let mut replies: Vec<Reply> = Vec::new();
     let mut started = Instant::now();
     loop {
-        // The lock is held only while waiting for (or looking for) the next job.
-        let next = match rx.lock() {
-            Ok(rx) if replies.is_empty() => rx.recv().ok(),
-            Ok(rx) if replies.len() < BATCH_JOBS && started.elapsed() < BATCH_TIME => {
-                rx.try_recv().ok()
-            }
-            _ => None,
+        // The lock is held only while waiting for (or looking for) the next job. A thread with
+        // answers to give never waits for it: the thread that holds it is waiting for a job,
+        // so none is queued (waiting would hold these answers until the next job arrives).
+        let next = if replies.is_empty() {
+            rx.lock().ok().and_then(|rx| rx.recv().ok())
+        } else if replies.len() < BATCH_JOBS && started.elapsed() < BATCH_TIME {
+            rx.try_lock().ok().and_then(|rx| rx.try_recv().ok())
+        } else {
+            None
         };
         match next {
             Some(job) => {
@@ -269,5 +271,22 @@ mod tests {
         );
         lane.run(|| ()).await.expect("ran");
         assert_eq!(flushes.load(Ordering::SeqCst), before + 1, "a lone job has its own flush");
+    }
+
+    /// With several threads, one waits for the next job while another finishes a batch: the
+    /// batch is flushed and answered at once, not when a later job wakes the waiting thread.
+    #[tokio::test]
+    async fn a_batch_is_answered_while_another_thread_waits_for_a_job() {
+        let lane = Lane::batched(3, LANE_NICE, Arc::new(|| ()));
+        for i in 0..20 {
+            let job = lane.run(move || {
+                // Long enough for the idle threads to be waiting for the queue meanwhile.
+                std::thread::sleep(Duration::from_millis(20));
+                i
+            });
+            let answered = tokio::time::timeout(Duration::from_secs(5), job).await;
+            assert_eq!(answered.expect("answered within 5 s").expect("ran"), i);
+        }
+        lane.stop();
     }
 }
