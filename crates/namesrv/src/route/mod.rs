@@ -8,7 +8,7 @@
 //!
 //! Files: `table.rs` (the data model), `register.rs` (REGISTER_BROKER, REGISTER_TOPIC),
 //! `unregister.rs` (batched unregistration, topic deletion, write permissions), `query.rs` (route
-//! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cache.rs` (per-topic encoded bodies),
+//! pickup, zone filter, lists), `live.rs` (heartbeats, expiry, connection close), `cache.rs` (encoded bodies, per queue list),
 //! `routes.rs` ([`Routes`]: `snapshot()` for every read, `write()` for every change), `snapshot/` (the tables as route-snapshot bytes and back: v2 binary, v1 JSON read),
 //! `view.rs` (read-only views for the operations API).
 //!

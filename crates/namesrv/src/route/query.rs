@@ -88,8 +88,9 @@ impl RouteTable {
         Some(route)
     }
 
-    /// [`pickup_route`](Self::pickup_route) encoded in `form`, from the topic's cache when it is
-    /// still valid (same topic entry and same broker generation), else encoded now and cached.
+    /// [`pickup_route`](Self::pickup_route) encoded in `form`, from its queue list's cache (or
+    /// the topic's own) when it is still valid (same broker generation), else encoded now and
+    /// cached.
     pub fn route_body(
         &self,
         topic: &str,
@@ -140,18 +141,25 @@ impl RouteTable {
         };
         let variant = (form as usize) * 2 + usize::from(support_acting_master);
         debug_assert!(variant < VARIANTS);
+        // The list's bodies, unless the topic's body has something of its own: a static-topic
+        // mapping, or the exception of the acting-master rewrite.
+        let own = (support_acting_master && topic.starts_with(SYNC_BROKER_MEMBER_PREFIX))
+            || (!self.mappings.is_empty() && self.mappings.contains_key(topic));
+        let cache = if own { entry.own.get_or_init(Box::default) } else { &entry.queues.attached };
         let encoded = std::cell::Cell::new(false);
         let encode = || {
             encoded.set(true);
             self.pickup_route(topic, support_acting_master).map(|route| encode_route(&route, form))
         };
-        entry.cache.with_body(&self.bodies, self.broker_gen, variant, encode, |body| {
+        cache.with_body(&self.bodies, self.broker_gen, variant, encode, |body| {
             f(body, body.is_some() && !encoded.get())
         })
     }
 
-    /// Drops shared route bodies no topic's cache holds any more; the number left.
+    /// Drops the queue lists no topic holds any more, and so their bodies, then the shared
+    /// route bodies no cache holds any more; the number left.
     pub fn prune_route_bodies(&self) -> usize {
+        self.lists.lock().sweep();
         self.bodies.prune()
     }
 

@@ -16,8 +16,9 @@
 //! * the reaper thread frees the snapshot a write replaced once no reader holds it, so neither
 //!   a reader nor the writer pays for freeing what a big write replaced.
 //!
-//! Encoded bodies are cached per topic (see `cache.rs`); a cached `Bytes` is reused until the
-//! topic's entry is replaced or a group / filter-server entry changes.
+//! Encoded bodies are cached per queue list, which the topics on it share (see `cache.rs`); a
+//! cached `Bytes` is reused until the topic's list changes or a group / filter-server entry
+//! changes.
 
 use std::fmt;
 use std::sync::Arc;

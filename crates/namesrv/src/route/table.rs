@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use remoting::body::{
@@ -101,20 +101,22 @@ impl QueueSpec {
 /// A topic's static-topic mappings, by broker name.
 pub(super) type Mappings = Arc<BTreeMap<String, TopicQueueMappingInfo>>;
 
-/// A topic's queues, one per broker group, sorted by broker name. Topics with equal lists share
-/// one (#25: a cluster's topics all have the same list; 64 MB of 232 at 1M topics before).
-pub(super) type QueueList = Arc<[(Arc<str>, QueueSpec)]>;
+/// A topic's queues, one per broker group, sorted by broker name, with the route bodies they
+/// encode to. Topics with equal lists share one (#25: a cluster's topics all have the same list;
+/// 64 MB of 232 at 1M topics before), and so its bodies (a body names no topic).
+pub(super) type QueueList = Arc<intern::Shared<(Arc<str>, QueueSpec), BodyCache>>;
 
-/// The table's queue lists, shared by every snapshot; only writers lock it.
-pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec)>>>;
+/// The table's queue lists, shared by every snapshot; writers lock it, and the pruning of bodies.
+pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec), BodyCache>>>;
 
-/// One topic's queues (never empty in the table). Immutable: a change builds a new entry, which
-/// also starts with an empty body cache.
+/// One topic's queues (never empty in the table). Immutable: a change builds a new entry.
 pub(super) struct TopicEntry {
     /// The topic: the table's key, kept here so that a leaf of the map holds one pointer.
     name: cowmap::InlineKey,
     pub queues: QueueList,
-    pub cache: BodyCache,
+    /// The topic's own route bodies, for the reads whose body is not its list's (see
+    /// `cache.rs`): made by the first such read, empty in a new entry.
+    pub own: OnceLock<Box<BodyCache>>,
 }
 
 impl cowmap::Keyed for TopicEntry {
@@ -130,7 +132,7 @@ impl TopicEntry {
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         queues.dedup_by(|later, earlier| later.0 == earlier.0);
         let queues = lists.lock().share(&queues);
-        Self { name: cowmap::InlineKey::new(name), queues, cache: BodyCache::default() }
+        Self { name: cowmap::InlineKey::new(name), queues, own: OnceLock::new() }
     }
 
     pub(super) fn name(&self) -> &str {
@@ -152,15 +154,15 @@ impl TopicEntry {
         Self::new(self.name(), queues, lists)
     }
 
-    /// The same queues with a fresh cache (a static-topic mapping changed).
+    /// The same queues without the topic's own bodies (a static-topic mapping changed).
     pub(super) fn refreshed(&self) -> Self {
-        Self { name: self.name.clone(), queues: self.queues.clone(), cache: BodyCache::default() }
+        self.named(self.name())
     }
 
-    /// The same queues, for `name`, with a fresh cache.
+    /// The same queues, for `name`.
     pub(super) fn named(&self, name: &str) -> Self {
         let (name, queues) = (cowmap::InlineKey::new(name), self.queues.clone());
-        Self { name, queues, cache: BodyCache::default() }
+        Self { name, queues, own: OnceLock::new() }
     }
 }
 

@@ -35,12 +35,14 @@ use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use remoting::body::{DataVersion, TopicQueueMappingInfo};
 
-use super::super::table::{Group, Live, QueueSpec, Registration, RouteTable, TopicEntry};
+use super::super::table::{
+    Group, Live, QueueList, QueueSpec, Registration, RouteTable, TopicEntry,
+};
 use super::wire::{Reader, Result, Sink};
 use super::RESTORED_CONN;
 
 /// One topic's queues, as the table holds them.
-type Queues = [(Arc<str>, QueueSpec)];
+type Queues = <QueueList as std::ops::Deref>::Target;
 
 /// Streams the v2 payload of `table` into `out`; the writer back, the payload's length and
 /// CRC32.
@@ -229,7 +231,7 @@ fn write_topics<'a, W: Write>(
                 new.insert(next);
                 sink.varint(0)?;
                 sink.count(entry.queues.len())?;
-                for (broker, spec) in &*entry.queues {
+                for (broker, spec) in entry.queues.iter() {
                     strings.write_broker(sink, broker)?;
                     for v in [
                         spec.perm,

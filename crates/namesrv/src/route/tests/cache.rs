@@ -140,6 +140,44 @@ fn forms_and_acting_master_flag_are_cached_apart() {
     );
 }
 
+/// The topics on one queue list share its bodies, but a static topic's body has its mapping,
+/// and an acting-master read of a `rmq_sys_SYNC_BROKER_MEMBER_` topic is not rewritten: those
+/// bodies are the topic's own, cached with its entry (read first or second, whichever).
+#[test]
+fn a_body_with_something_of_the_topics_own_is_not_shared_with_its_list() {
+    let routes = Routes::new();
+    let sync = "rmq_sys_SYNC_BROKER_MEMBER_broker-a";
+    let slave = Broker::slave();
+    let info = remoting::body::TopicQueueMappingInfo {
+        bname: Some(BROKER.into()),
+        topic: Some("Static".into()),
+        total_queues: 8,
+        ..Default::default()
+    };
+    let mut req = slave.request(&["Plain", "Static", sync]);
+    req.topic_config.topic_queue_mapping_info_map.insert("Static".into(), info);
+    routes.write(|t| t.register_broker(req, NOW, false)).expect("registered");
+    let read = |topic: &str| routes.snapshot().route_body(topic, RouteForm::Legacy, true).unwrap();
+    let ids = |body: &Bytes| -> Vec<i64> {
+        parse(body).broker_datas[0].broker_addrs.0.keys().copied().collect()
+    };
+    let (plain, stat, synced) = (read("Plain"), read("Static"), read(sync));
+    let (stat_first, plain_after) = (read("Static"), read("Plain"));
+    assert_eq!(ids(&plain), vec![0], "a slave-only group acts as master");
+    assert_eq!(ids(&synced), vec![1], "but not for a sync topic");
+    assert!(parse(&plain).topic_queue_mapping_by_broker.is_none());
+    assert!(parse(&stat).topic_queue_mapping_by_broker.is_some(), "the static topic's mapping");
+    assert_eq!(plain.as_ptr(), plain_after.as_ptr(), "the list's body, cached");
+    assert_eq!(stat.as_ptr(), stat_first.as_ptr(), "the topic's own, cached");
+    assert_eq!(synced.as_ptr(), read(sync).as_ptr());
+    let without = routes.snapshot().route_body(sync, RouteForm::Legacy, false).unwrap();
+    assert_eq!(
+        without.as_ptr(),
+        routes.snapshot().route_body("Plain", RouteForm::Legacy, false).unwrap().as_ptr(),
+        "without acting master a sync topic's body is the list's"
+    );
+}
+
 /// 50k topics, all with `queues` read/write queues, DataVersion counter `counter`.
 fn bulk(names: &[String], queues: i32, counter: i64) -> RegisterBroker {
     let mut broker = Broker::master();
