@@ -1,7 +1,8 @@
 //! Time of each part of what the registration lane does with a changed 10,000-topic
-//! REGISTER_BROKER body before applying it as its difference (#25): the skim, the checksum, the
-//! whole-body digest, the entries' digests and the difference from the previous body (1 % of
-//! the entries changed): `cargo run --release -p remoting --example delta_cost`.
+//! REGISTER_BROKER body before applying it as its difference (#25): the skim (in both JSON
+//! forms), the checksum, the whole-body digest, the entries' digests and the difference from
+//! the previous body (1 % of the entries changed):
+//! `cargo run --release -p remoting --example delta_cost`.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -9,14 +10,14 @@ use std::time::Instant;
 use remoting::body::skim::skim_topic_table;
 use remoting::body::table_digest::TableDigests;
 use remoting::body::{
-    to_standard_json, DataVersion, RegisterBrokerBody, TopicConfig,
+    to_legacy_json, to_standard_json, DataVersion, RegisterBrokerBody, TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
 };
 
 const TOPICS: usize = 10_000;
 
 /// A broker's body, each topic's `perm` given by `perm_of`.
-fn body(perm_of: impl Fn(usize) -> i32) -> Vec<u8> {
+fn body(perm_of: impl Fn(usize) -> i32, encode: fn(&RegisterBrokerBody) -> Vec<u8>) -> Vec<u8> {
     let table: BTreeMap<String, TopicConfig> = (0..TOPICS)
         .map(|i| {
             let name = format!("scale-c{:03}-topic-{i:05}", i % 100);
@@ -28,7 +29,7 @@ fn body(perm_of: impl Fn(usize) -> i32) -> Vec<u8> {
             (name, tc)
         })
         .collect();
-    to_standard_json(&RegisterBrokerBody {
+    encode(&RegisterBrokerBody {
         filter_server_list: Some(Vec::new()),
         topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
             data_version: DataVersion { counter: 7, state_version: 0, timestamp: 1_700_000_000 },
@@ -54,8 +55,10 @@ fn time(name: &str, mut f: impl FnMut() -> usize) {
 }
 
 fn main() {
-    let old = body(|_| 6);
-    let new = body(|i| if i % 100 == 0 { 2 } else { 6 });
+    let legacy = body(|_| 6, to_legacy_json);
+    time("skim, legacy JSON", || skim_topic_table(&legacy, 500).map_or(0, |t| t.entries.len()));
+    let old = body(|_| 6, to_standard_json);
+    let new = body(|i| if i % 100 == 0 { 2 } else { 6 }, to_standard_json);
     println!("body {} B, {TOPICS} topics, 1 % changed", new.len());
     time("skim", || skim_topic_table(&new, 500).map_or(0, |t| t.entries.len()));
     time("crc32", || crc32fast::hash(&new) as usize);

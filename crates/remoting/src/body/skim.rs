@@ -267,7 +267,7 @@ fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
 /// openings and closings of a block as bit masks, the bytes inside strings by a prefix XOR of
 /// the quotes (no escapes), then one step per bracket outside strings instead of one per byte.
 /// The same answer as [`skip_value`] on such a body; a third of its time on a broker's body
-/// (`examples/skim_cost.rs`).
+/// (`examples/delta_cost.rs`).
 fn skip_plain_object(bytes: &[u8], at: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut in_string = 0u64; // all ones when the previous block ended inside a string
