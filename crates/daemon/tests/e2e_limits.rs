@@ -1,6 +1,7 @@
 //! The resource caps over loopback, each as a hostile or broken client would meet it, and each
 //! beside a well-behaved client that it must leave alone: the connection cap, the frame
-//! deadline (paused time), the frame length, the partial-frame budget, a header of 100,000
+//! deadline (paused time), the frame length, the partial-frame budget (waited for, not
+//! refused), a header of 100,000
 //! ext fields, a zlib bomb, too many topics in a registration, a too-long KV value, and
 //! UPDATE_NAMESRV_CONFIG values that would break the server. (Unread answers: `server.rs`.)
 
@@ -137,7 +138,8 @@ async fn with_budget(frame_max: usize, budget: usize) -> TestServer {
 #[tokio::test]
 async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way() {
     let server = with_budget(2 * MIB, 2 * MIB).await;
-    let used = || server.state.limits.pending_frame_bytes.used() as usize;
+    let budget = &server.state.limits.pending_frame_bytes;
+    let used = || budget.used() as usize;
     // 100 KB of a 1.5 MB frame: its whole length is held (one allocation, no doubling steps).
     let frame = big_frame(1_500_000);
     let mut a = server.connect_raw().await;
@@ -145,67 +147,118 @@ async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way
     let payload = frame.len() - 4;
     until("the whole frame to be held", || used() >= payload).await;
     assert_eq!(used(), payload, "exactly the frame's payload held");
-    // A second one does not fit beside it: closed at once, before its bytes arrive.
+    // A second one does not fit beside it: it waits for room, holding nothing and reading no
+    // more (#25: a body over the budget must wait, not be refused).
     let mut b = server.connect_raw().await;
-    b.try_write(&frame[..100_000]).await;
-    assert!(b.is_closed_by_server().await, "B passed the budget");
+    b.write(&frame[..100_000]).await;
+    until("B to wait for room", || budget.waiters() == 1).await;
+    assert_eq!(used(), payload, "B holds nothing while it waits");
+    assert_eq!(server.state.limits.trigger_count(Cap::PendingFrameBytes), 1);
     a.write(&frame[100_000..]).await;
     assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
+    // A's room given back: B takes it, reads on, and is answered.
+    until("B to take the room", || budget.waiters() == 0 && used() == payload).await;
+    b.write(&frame[100_000..]).await;
+    assert_eq!(common::decode(&b.read_frame().await.expect("B answered")).code, 17);
     until("the budget to be given back", || used() == 0).await;
 }
 
 #[tokio::test]
 async fn large_partial_frames_leave_a_quarter_of_the_budget_to_ordinary_frames() {
     let server = with_budget(2 * MIB, 4 * MIB).await;
-    let used = || server.state.limits.pending_frame_bytes.used() as usize;
+    let budget = &server.state.limits.pending_frame_bytes;
+    let used = || budget.used() as usize;
     // A holds a 1.9 MB frame, B would take the large frames to 3.8 MB of the 4 MiB: over the
-    // three quarters they may hold, so B is closed though the budget has room.
+    // three quarters they may hold, so B waits though the budget has room.
     let big = big_frame(1_900_000);
     let mut a = server.connect_raw().await;
     a.write(&big[..100_000]).await;
     until("A's frame to be held", || used() >= big.len() - 4).await;
     let mut b = server.connect_raw().await;
-    b.try_write(&big[..100_000]).await;
-    assert!(b.is_closed_by_server().await, "B's large frame passed three quarters");
+    b.write(&big[..100_000]).await;
+    until("B to wait for room", || budget.waiters() == 1).await;
     // An ordinary frame (under 1 MiB) still gets its room, and is answered.
     let small = big_frame(900_000);
     let mut c = server.connect_raw().await;
     c.write(&small).await;
     assert_eq!(common::decode(&c.read_frame().await.expect("C answered")).code, 17);
+    assert_eq!(budget.waiters(), 1, "B still waits");
     a.write(&big[100_000..]).await;
     assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
+    b.write(&big[100_000..]).await;
+    assert_eq!(common::decode(&b.read_frame().await.expect("B answered")).code, 17);
 }
 
 #[tokio::test]
-async fn partial_frames_share_one_budget_and_the_connection_passing_it_is_closed() {
+async fn partial_frames_share_one_budget_and_those_passing_it_wait_their_turn() {
     let server = with_budget(MIB, MIB).await;
-    let used = || server.state.limits.pending_frame_bytes.used() as usize;
+    let budget = &server.state.limits.pending_frame_bytes;
+    let used = || budget.used() as usize;
 
-    // A holds 400 KB of an 800 KB frame (its buffer: at most twice that).
-    let a_frame = big_frame(800_000);
+    // A holds its 800 KB frame once 400 KB of it arrived.
+    let frame = big_frame(800_000);
     let mut a = server.connect_raw().await;
-    a.write(&a_frame[..400_000]).await;
-    until("A's bytes to be held", || used() >= 400_000).await;
-    assert!(used() <= 2 * 400_000 + 64 * 1024, "{} held for 400 KB", used());
+    a.write(&frame[..400_000]).await;
+    until("A's frame to be held", || used() >= frame.len() - 4).await;
 
-    // B would need 700 KB more: over the 1 MiB budget, so B is closed; A is not.
-    let b_frame = big_frame(800_000);
-    let mut b = server.connect_raw().await;
-    b.try_write(&b_frame[..700_000]).await; // may be cut short by the close
-    assert!(b.is_closed_by_server().await, "B passed the budget");
-    assert_eq!(server.state.limits.trigger_count(Cap::PendingFrameBytes), 1);
+    // B and C would each take the total over the 1 MiB budget: both wait; A is unaffected.
+    let (mut b, mut c) = (server.connect_raw().await, server.connect_raw().await);
+    b.write(&frame[..100_000]).await;
+    c.write(&frame[..100_000]).await;
+    until("B and C to wait for room", || budget.waiters() == 2).await;
+    assert_eq!(used(), frame.len() - 4, "the waiting hold nothing");
+    assert_eq!(server.state.limits.trigger_count(Cap::PendingFrameBytes), 2);
 
-    // A and a polite client are unaffected.
+    // A polite client is served meanwhile; A completes and is answered.
     let mut polite = server.connect().await;
     assert_eq!(polite.call(ping()).await.code, 0);
-    a.write(&a_frame[400_000..]).await;
-    let answer = common::decode(&a.read_frame().await.expect("A answered"));
-    assert_eq!(answer.code, 17);
-    // Everything given back: another large frame fits again.
-    until("the budget to be given back", || used() == 0).await;
-    let mut c = server.connect_raw().await;
-    c.write(&big_frame(900_000)).await;
-    assert!(c.read_frame().await.is_some(), "C answered");
+    a.write(&frame[400_000..]).await;
+    assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
+    // Then B and C, one after the other (never both at once: the budget holds one frame).
+    let rest = &frame[100_000..];
+    let (b_answer, c_answer) = tokio::join!(
+        async {
+            b.write(rest).await;
+            b.read_frame().await
+        },
+        async {
+            c.write(rest).await;
+            c.read_frame().await
+        },
+    );
+    for answer in [b_answer, c_answer] {
+        assert_eq!(common::decode(&answer.expect("answered")).code, 17);
+    }
+    until("the budget to be given back", || used() == 0 && budget.waiters() == 0).await;
+}
+
+// Paused time: the deadlines pass without waiting for them.
+#[tokio::test(start_paused = true)]
+async fn a_frame_waiting_for_room_is_not_timed_until_it_is_let_on() {
+    let server = TestServer::start_with(|c| {
+        c.server_frame_timeout_seconds = 10;
+        c.frame_max_length = 2 * MIB as i32;
+        c.server_max_pending_frame_bytes = 2 * MIB as i64;
+    })
+    .await;
+    let budget = &server.state.limits.pending_frame_bytes;
+    let frame = big_frame(1_500_000);
+    // A takes the room at 0 s and stalls: its frame deadline closes it at 10 s.
+    let mut a = server.connect_raw().await;
+    a.write(&frame[..100_000]).await;
+    until("A's frame to be held", || budget.used() > 0).await;
+    sleep(Duration::from_secs(5)).await;
+    // B begins at 5 s and waits until A's room is given back at 10 s.
+    let mut b = server.connect_raw().await;
+    b.write(&frame[..100_000]).await;
+    until("B to wait for room", || budget.waiters() == 1).await;
+    until("A to be closed and B let on", || budget.waiters() == 0).await;
+    assert_eq!(server.state.limits.trigger_count(Cap::FrameTimeout), 1, "A, by its deadline");
+    // 6 s later B is 11 s past its first bytes but 6 s past being let on: within its deadline.
+    sleep(Duration::from_secs(6)).await;
+    b.write(&frame[100_000..]).await;
+    assert_eq!(common::decode(&b.read_frame().await.expect("B answered")).code, 17);
+    assert_eq!(server.state.limits.trigger_count(Cap::FrameTimeout), 1);
 }
 
 #[tokio::test]

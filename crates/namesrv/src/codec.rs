@@ -2,7 +2,8 @@
 //! after every read of the connection, so the codec knows when the frame being received began
 //! (the connection task closes it after `serverFrameTimeoutSeconds`) and how many bytes the
 //! connection holds for it, which it takes from the server-wide partial-frame budget
-//! (`serverMaxPendingFrameBytes`). The frame length itself is capped by
+//! (`serverMaxPendingFrameBytes`); when the budget has no room the connection waits for it,
+//! reading nothing more (`room.rs`). The frame length itself is capped by
 //! `com.rocketmq.remoting.frameMaxLength`.
 
 use std::sync::Arc;
@@ -14,11 +15,16 @@ use tokio::time::Instant;
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::limits::{Cap, Held};
+use crate::room::Room;
 use crate::state::State;
 
 /// A partial frame's buffer holds up to this much before it counts against the budget: an
 /// ordinary request split across two reads never does.
 const FREE_BYTES: usize = 16 * 1024;
+
+/// Spare room a waiting connection's buffer keeps past what arrived (the frame reader asks for
+/// a byte more before it reads, which would otherwise double a full buffer).
+const WAIT_ROOM: usize = 8 * 1024;
 
 /// A partial frame holding more than this is large: large frames together may hold at most
 /// three quarters of the budget, so that a stall of large frames (an attack, or a burst of huge
@@ -31,9 +37,6 @@ pub enum ServerFrameError {
     /// Malformed, or longer than `frameMaxLength`.
     #[error(transparent)]
     Frame(#[from] FrameError),
-    /// Holding the partial frame would pass `serverMaxPendingFrameBytes`.
-    #[error("a partial frame of {held} bytes would pass serverMaxPendingFrameBytes ({limit})")]
-    PendingBytes { held: u64, limit: u64 },
 }
 
 impl From<std::io::Error> for ServerFrameError {
@@ -47,25 +50,33 @@ pub struct ServerCodec {
     inner: RemotingCodec,
     state: Arc<State>,
     held: Held,
+    room: Arc<Room>,
     started: Option<Instant>,
 }
 
 impl ServerCodec {
     /// A codec for one connection of `state`'s server, accepting frames up to
-    /// `frameMaxLength` (as configured now).
-    pub fn new(state: &Arc<State>) -> Self {
+    /// `frameMaxLength` (as configured now); `room` is shared with the connection's stream.
+    pub fn new(state: &Arc<State>, room: &Arc<Room>) -> Self {
         let max = usize::try_from(state.config.load().frame_max_length).unwrap_or(0);
         Self {
             inner: RemotingCodec::with_max_frame(max.saturating_sub(4)),
             held: Held::new(&state.limits.pending_frame_bytes),
+            room: Arc::clone(room),
             state: Arc::clone(state),
             started: None,
         }
     }
 
-    /// When the first bytes of the frame being received arrived; `None` between frames.
+    /// When the frame being received began, or was let on after waiting for room; `None`
+    /// between frames and while waiting (the frame deadline does not run then).
     pub fn frame_started(&self) -> Option<Instant> {
         self.started
+    }
+
+    /// Whether the connection waits for room in the budget (it is not idle then).
+    pub fn waiting_for_room(&self) -> bool {
+        self.room.waiting()
     }
 }
 
@@ -74,6 +85,13 @@ impl Decoder for ServerCodec {
     type Error = ServerFrameError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<RemotingCommand>, Self::Error> {
+        if self.room.waiting() {
+            return Ok(None);
+        }
+        let taken = self.room.adopt();
+        if taken > 0 {
+            self.held.adopt(taken);
+        }
         let decoded = self.inner.decode(src).inspect_err(|e| {
             if let FrameError::TooLong { len, max } = e {
                 self.state.limits.triggered(
@@ -89,9 +107,10 @@ impl Decoder for ServerCodec {
             return Ok(decoded);
         }
         self.started.get_or_insert_with(Instant::now);
-        self.reserve_large_frame(src)?;
-        let holding = if src.capacity() > FREE_BYTES { src.capacity() as u64 } else { 0 };
-        self.hold(holding)?;
+        if self.reserve_large_frame(src) {
+            let holding = if src.capacity() > FREE_BYTES { src.capacity() as u64 } else { 0 };
+            self.hold(holding, src);
+        }
         Ok(None)
     }
 }
@@ -101,25 +120,29 @@ impl ServerCodec {
     /// room for the whole frame in one allocation, taken from the budget first. Growing by
     /// doubling instead copies a 16 MB frame some ten times and leaves each smaller step to the
     /// allocator, which may keep it resident: 16 connections stalled at 8 of 16 MB grew the
-    /// process by twice the budget.
-    fn reserve_large_frame(&mut self, src: &mut BytesMut) -> Result<(), ServerFrameError> {
+    /// process by twice the budget. False when the connection now waits for room instead.
+    fn reserve_large_frame(&mut self, src: &mut BytesMut) -> bool {
         // The inner codec has read the length prefix; `src` holds the payload so far.
         let Some(payload) = self.inner.pending_len() else {
-            return Ok(());
+            return true;
         };
         if src.len() <= FREE_BYTES || payload <= src.capacity() {
-            return Ok(());
+            return true;
         }
-        self.hold(payload as u64)?;
+        if !self.hold(payload as u64, src) {
+            return false;
+        }
         // Exactly this size (`reserve` may double the capacity instead).
         let mut room = BytesMut::with_capacity(payload);
         room.extend_from_slice(src);
         *src = room;
-        Ok(())
+        true
     }
 
-    /// Holds `holding` bytes of the budget for this connection's partial frame, or refuses.
-    fn hold(&mut self, holding: u64) -> Result<(), ServerFrameError> {
+    /// Holds `holding` bytes of the budget for this connection's partial frame. When that
+    /// would pass the limit, gives back all it held, keeps what arrived in a buffer of its
+    /// size, and waits for room ([`Room::wait_for`]): false.
+    fn hold(&mut self, holding: u64, src: &mut BytesMut) -> bool {
         let config = self.state.config.load();
         let budget = u64::try_from(config.server_max_pending_frame_bytes).unwrap_or(u64::MAX);
         let limit = if holding > LARGE_BYTES {
@@ -129,19 +152,30 @@ impl ServerCodec {
         } else {
             budget
         };
-        if !self.held.set(holding, limit) {
-            self.state.limits.triggered(
-                Cap::PendingFrameBytes,
-                self.state.uptime_ms(),
-                format_args!(
-                    "{} bytes held for partial frames; a connection needing {holding} closed \
-                     (serverMaxPendingFrameBytes {limit})",
-                    self.state.limits.pending_frame_bytes.used()
-                ),
-            );
-            return Err(ServerFrameError::PendingBytes { held: holding, limit });
+        if self.held.set(holding, limit) {
+            return true;
         }
-        Ok(())
+        self.state.limits.triggered(
+            Cap::PendingFrameBytes,
+            self.state.uptime_ms(),
+            format_args!(
+                "{} bytes held for partial frames; a connection needing {holding} waits for \
+                 room (serverMaxPendingFrameBytes {limit})",
+                self.state.limits.pending_frame_bytes.used()
+            ),
+        );
+        self.held.set(0, u64::MAX);
+        let by_capacity = holding == src.capacity() as u64;
+        if src.capacity() > src.len() + WAIT_ROOM {
+            let mut kept = BytesMut::with_capacity(src.len() + WAIT_ROOM);
+            kept.extend_from_slice(src);
+            *src = kept;
+        }
+        // A buffer's hold is for its capacity, which may have shrunk just now.
+        let wanted = if by_capacity { src.capacity() as u64 } else { holding };
+        self.room.wait_for(wanted, limit);
+        self.started = None;
+        false
     }
 }
 

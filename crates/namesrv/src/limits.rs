@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use tokio::sync::Notify;
 use tracing::warn;
 
 /// A cap that can trigger. [`Cap::as_str`] is its `kind` label.
@@ -168,10 +169,14 @@ impl Drop for Admitted {
     }
 }
 
-/// A server-wide byte budget: connections take bytes from it and give them back.
+/// A server-wide byte budget: connections take bytes from it and give them back. A connection
+/// may wait for room ([`Budget::waiting`]): then every give-back wakes the waiters.
 #[derive(Debug, Default)]
 pub struct Budget {
     used: AtomicU64,
+    /// Connections waiting for room (only then does a give-back notify).
+    waiters: AtomicUsize,
+    room: Arc<Notify>,
 }
 
 impl Budget {
@@ -184,9 +189,31 @@ impl Budget {
             .is_ok()
     }
 
-    /// Gives back `bytes` taken before.
+    /// Gives back `bytes` taken before, waking whoever waits for room.
     pub fn give_back(&self, bytes: u64) {
         self.used.fetch_sub(bytes, Ordering::AcqRel);
+        if bytes > 0 && self.waiters.load(Ordering::Acquire) > 0 {
+            self.room.notify_waiters();
+        }
+    }
+
+    /// One more (`true`) or one fewer connection waiting for room.
+    pub fn waiting(&self, starts: bool) {
+        if starts {
+            self.waiters.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.waiters.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Connections waiting for room now.
+    pub fn waiters(&self) -> usize {
+        self.waiters.load(Ordering::Acquire)
+    }
+
+    /// Woken by every give-back while connections wait ([`Budget::waiting`]).
+    pub fn room(&self) -> Arc<Notify> {
+        Arc::clone(&self.room)
     }
 
     /// Bytes taken now.
@@ -229,6 +256,11 @@ impl Held {
     /// Bytes held.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Holds `bytes` more that were taken from the budget on this holder's behalf.
+    pub fn adopt(&mut self, bytes: u64) {
+        self.bytes += bytes;
     }
 }
 

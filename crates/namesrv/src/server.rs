@@ -24,6 +24,7 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::metrics::{ConnKind, Pending};
+use crate::room::{Paced, Room};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
 use counters::clock::{RequestClock, Stamp};
@@ -278,7 +279,7 @@ pub(crate) async fn serve_connection<S>(
 struct Connection<'a, S> {
     state: &'a Arc<State>,
     ctx: &'a ConnCtx,
-    framed: Framed<S, ServerCodec>,
+    framed: Framed<Paced<S>, ServerCodec>,
     clock: Clock,
     large_frames: LargeFrames,
     /// Request timing (metricsEnable): a request's time starts where the previous answer of
@@ -298,7 +299,8 @@ where
     fn new(state: &'a Arc<State>, stream: S, ctx: &'a ConnCtx) -> Self {
         // One task owns the whole stream (no split halves to synchronise): read what is there,
         // answer it, flush once per batch.
-        let mut framed = Framed::new(stream, ServerCodec::new(state));
+        let room = Room::new(&state.limits.pending_frame_bytes);
+        let mut framed = Framed::new(Paced::new(stream, &room), ServerCodec::new(state, &room));
         // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
         // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two
         // writes).
@@ -423,7 +425,7 @@ where
     /// bytes), shutdown or a close request.
     async fn wait(&mut self, mut timer: Pin<&mut Sleep>, shutdown: &mut Shutdown) -> Wake {
         let (clock, peer) = (&self.clock, self.ctx.peer);
-        let quiet_since = Instant::now();
+        let mut quiet_since = Instant::now();
         let due =
             clock.next_deadline(quiet_since, quiet_since, self.framed.codec().frame_started());
         if timer.deadline() > due {
@@ -437,6 +439,12 @@ where
                 () = &mut timer => {
                     let now = Instant::now();
                     let started = self.framed.codec().frame_started();
+                    // Waiting for room in the partial-frame budget, or receiving a frame let on
+                    // after that, is not being idle.
+                    if self.framed.codec().waiting_for_room() {
+                        quiet_since = now;
+                    }
+                    let quiet_since = started.map_or(quiet_since, |s| s.max(quiet_since));
                     if clock.idle.is_some_and(|idle| now >= quiet_since + idle) {
                         info!(%peer, "connection idle; closing");
                         return Wake::Close;

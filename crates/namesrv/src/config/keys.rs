@@ -263,11 +263,14 @@ conf::config_struct! {
     frame_max_length: i32 = "com.rocketmq.remoting.frameMaxLength", 16_777_216;
     /// The most bytes all connections together hold for frames
     /// not yet complete (default 536870912, 512 MiB; at least `frameMaxLength`). A connection
-    /// whose partial frame would take the total over it is closed (logged, counted in the
-    /// `pending_frame_bytes` cap metric). A frame takes its whole length from it once more than
-    /// 16 KiB of it arrived (one allocation); frames over 1 MiB may take the total to three
-    /// quarters of this at most (or one `frameMaxLength`, if more), so stalled large frames
-    /// always leave room for ordinary requests and broker registrations. Takes effect at once.
+    /// whose partial frame would take the total over it waits for room: it gives back what it
+    /// held and reads nothing more (the sender's bytes wait in the network) until others give
+    /// theirs back, and its frame deadline runs from when it is let on (logged, counted in the
+    /// `pending_frame_bytes` cap metric; gauge `frames_waiting_for_room`). A frame takes its
+    /// whole length from it once more than 16 KiB of it arrived (one allocation); frames over
+    /// 1 MiB may take the total to three quarters of this at most (or one `frameMaxLength`, if
+    /// more), so stalled large frames always leave room for ordinary requests and broker
+    /// registrations. Takes effect at once.
     #[key(dynamic)]
     server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
     /// The most bytes of answers one connection may
