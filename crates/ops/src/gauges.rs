@@ -47,6 +47,8 @@ pub struct CapGauges {
     /// (kind, triggers since start) for every cap.
     pub triggered: Vec<(&'static str, u64)>,
     pub pending_frame_bytes: i64,
+    /// Connections waiting for room in the partial-frame budget.
+    pub frames_waiting_for_room: i64,
     pub pending_response_bytes: i64,
 }
 
@@ -93,6 +95,9 @@ impl StateGauges {
                     .map(|cap| (cap.as_str(), state.limits.trigger_count(*cap)))
                     .collect(),
                 pending_frame_bytes: gauge_value(state.limits.pending_frame_bytes.used()),
+                frames_waiting_for_room: gauge_value(
+                    state.limits.pending_frame_bytes.waiters() as u64
+                ),
                 pending_response_bytes: gauge_value(state.limits.pending_response_bytes.used()),
             },
             route_snapshot: state.work.route_snapshot.as_ref().map(|file| {
@@ -159,11 +164,16 @@ impl StateGauges {
         for (kind, n) in &self.caps.triggered {
             caps.get_or_create(&[("kind", kind)]).inc_by(*n);
         }
-        r.register("resource_caps_triggered", "Resource caps reached (a connection closed, a request refused), by kind: connections, frame_timeout, frame_length, pending_frame_bytes, connection_response_bytes, pending_response_bytes, write_timeout, inflated_body, topics_per_broker, kv_value_bytes", caps);
+        r.register("resource_caps_triggered", "Resource caps reached (a connection closed or made to wait, a request refused), by kind: connections, frame_timeout, frame_length, pending_frame_bytes, connection_response_bytes, pending_response_bytes, write_timeout, inflated_body, topics_per_broker, kv_value_bytes", caps);
         r.register(
             "pending_frame_bytes",
             "Bytes held for frames not yet complete, all connections (serverMaxPendingFrameBytes)",
             plain(self.caps.pending_frame_bytes),
+        );
+        r.register(
+            "frames_waiting_for_room",
+            "Connections that read nothing more until the partial-frame budget has room (serverMaxPendingFrameBytes)",
+            plain(self.caps.frames_waiting_for_room),
         );
         r.register(
             "pending_response_bytes",
