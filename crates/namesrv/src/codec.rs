@@ -1,9 +1,9 @@
 //! `ServerCodec`: the remoting frame codec under the server's limits. `Framed` calls `decode`
 //! after every read of the connection, so the codec knows when the frame being received began
 //! (the connection task closes it after `serverFrameTimeoutSeconds`) and how many bytes the
-//! connection holds for it, which it takes from the server-wide partial-frame budget
-//! (`serverMaxPendingFrameBytes`); when the budget has no room the connection waits for it,
-//! reading nothing more (`room.rs`). The frame length itself is capped by
+//! connection holds for it, which it takes from the server-wide frame budget
+//! (`serverMaxPendingFrameBytes`) and keeps until the frame is answered; when the budget has
+//! no room the connection waits for it, reading nothing more (`room.rs`). The frame length itself is capped by
 //! `com.rocketmq.remoting.frameMaxLength`.
 
 use std::sync::Arc;
@@ -50,6 +50,8 @@ pub struct ServerCodec {
     inner: RemotingCodec,
     state: Arc<State>,
     held: Held,
+    /// What the frame decoded last holds until it is answered ([`ServerCodec::take_answering`]).
+    answering: Option<Held>,
     room: Arc<Room>,
     started: Option<Instant>,
 }
@@ -62,10 +64,16 @@ impl ServerCodec {
         Self {
             inner: RemotingCodec::with_max_frame(max.saturating_sub(4)),
             held: Held::new(&state.limits.pending_frame_bytes),
+            answering: None,
             room: Arc::clone(room),
             state: Arc::clone(state),
             started: None,
         }
+    }
+
+    /// The budget the frame decoded last holds, for its handler to keep until it is answered.
+    pub fn take_answering(&mut self) -> Option<Held> {
+        self.answering.take()
     }
 
     /// When the frame being received began, or was let on after waiting for room; `None`
@@ -101,10 +109,20 @@ impl Decoder for ServerCodec {
                 );
             }
         })?;
-        if decoded.is_some() || src.is_empty() {
+        if decoded.is_some() {
+            self.started = None;
+            // A frame that held part of the budget keeps it until it is answered: its body may
+            // wait for the registration lane meanwhile (`Connection::handle` drops the hold).
+            if self.held.bytes() > 0 {
+                let next = Held::new(&self.state.limits.pending_frame_bytes);
+                self.answering = Some(std::mem::replace(&mut self.held, next));
+            }
+            return Ok(decoded);
+        }
+        if src.is_empty() {
             self.started = None;
             self.held.set(0, u64::MAX);
-            return Ok(decoded);
+            return Ok(None);
         }
         self.started.get_or_insert_with(Instant::now);
         if self.reserve_large_frame(src) {
@@ -184,5 +202,49 @@ impl Encoder<RemotingCommand> for ServerCodec {
 
     fn encode(&mut self, cmd: RemotingCommand, dst: &mut BytesMut) -> Result<(), Self::Error> {
         Ok(self.inner.encode(cmd, dst)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use remoting::RequestCode;
+
+    #[test]
+    fn a_frame_holds_its_part_of_the_budget_until_it_is_answered() {
+        let dir = tempfile::tempdir().expect("dir");
+        let config = Config {
+            kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
+            ..Config::default()
+        };
+        let state = crate::build_state(config, None).expect("state");
+        let budget = &state.limits.pending_frame_bytes;
+        let room = Room::new(budget);
+        let mut codec = ServerCodec::new(&state, &room);
+        let request =
+            RemotingCommand::request(RequestCode::RegisterBroker).with_body(vec![b'x'; 100_000]);
+        let frame = remoting::frame::encode_to_bytes(&request).expect("encode");
+        let payload = frame.len() as u64 - 4;
+
+        let mut src = BytesMut::from(&frame[..40_000]);
+        assert!(codec.decode(&mut src).expect("decode").is_none());
+        assert_eq!(budget.used(), payload, "its whole length, once under way");
+        src.extend_from_slice(&frame[40_000..]);
+        let decoded = codec.decode(&mut src).expect("decode").expect("the frame");
+        assert_eq!(decoded.body_bytes().len(), 100_000);
+        assert_eq!(budget.used(), payload, "held while the frame is handled");
+        let answering = codec.take_answering().expect("held");
+        assert!(codec.take_answering().is_none());
+        assert!(codec.decode(&mut src).expect("decode").is_none());
+        assert_eq!(budget.used(), payload, "the next frame's wait takes nothing from it");
+        drop(answering);
+        assert_eq!(budget.used(), 0, "given back once answered");
+
+        // A frame that arrives whole in one read never holds anything.
+        let mut src = BytesMut::from(&frame[..]);
+        assert!(codec.decode(&mut src).expect("decode").is_some());
+        assert!(codec.take_answering().is_none());
+        assert_eq!(budget.used(), 0);
     }
 }

@@ -108,7 +108,7 @@ impl Throttled {
 #[derive(Debug, Default)]
 pub struct Limits {
     connections: AtomicUsize,
-    /// Bytes held for frames not yet complete, all connections together.
+    /// Bytes held for frames being received or answered, all connections together.
     pub pending_frame_bytes: Arc<Budget>,
     /// Bytes of answers waiting for their reader, all connections together.
     pub pending_response_bytes: Arc<Budget>,

@@ -321,6 +321,8 @@ where
     /// Answers one request (`dispatch::answer`, straight into the write buffer) and records
     /// it once; `Err` when the connection is to be closed (a write failed, or a cap).
     async fn handle(&mut self, request: RemotingCommand) -> Result<(), ()> {
+        // The frame's part of the budget, if it took one, is held until it is answered.
+        let _answering = self.framed.codec_mut().take_answering();
         let started = self.timing.then(|| self.mark.unwrap_or_else(|| self.request_clock.now()));
         let (code, counted) = (request.code, !request.is_response());
         let read = self.framed.read_buffer_mut();

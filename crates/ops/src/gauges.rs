@@ -167,7 +167,7 @@ impl StateGauges {
         r.register("resource_caps_triggered", "Resource caps reached (a connection closed or made to wait, a request refused), by kind: connections, frame_timeout, frame_length, pending_frame_bytes, connection_response_bytes, pending_response_bytes, write_timeout, inflated_body, topics_per_broker, kv_value_bytes", caps);
         r.register(
             "pending_frame_bytes",
-            "Bytes held for frames not yet complete, all connections (serverMaxPendingFrameBytes)",
+            "Bytes held for frames being received or answered, all connections (serverMaxPendingFrameBytes)",
             plain(self.caps.pending_frame_bytes),
         );
         r.register(

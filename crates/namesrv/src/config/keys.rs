@@ -262,8 +262,10 @@ conf::config_struct! {
     #[key(system_property, dynamic)]
     frame_max_length: i32 = "com.rocketmq.remoting.frameMaxLength", 16_777_216;
     /// The most bytes all connections together hold for frames
-    /// not yet complete (default 536870912, 512 MiB; at least `frameMaxLength`). A connection
-    /// whose partial frame would take the total over it waits for room: it gives back what it
+    /// being received or answered (default 536870912, 512 MiB; at least `frameMaxLength`): a
+    /// frame over 16 KiB that arrived in parts keeps its bytes until its answer is written, so
+    /// registrations waiting for the registration lane count too. A connection whose frame
+    /// would take the total over it waits for room: it gives back what it
     /// held and reads nothing more (the sender's bytes wait in the network) until others give
     /// theirs back, and its frame deadline runs from when it is let on (logged, counted in the
     /// `pending_frame_bytes` cap metric; gauge `frames_waiting_for_room`). A frame takes its
