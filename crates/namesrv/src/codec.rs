@@ -170,7 +170,9 @@ impl ServerCodec {
         } else {
             budget
         };
-        if self.held.set(holding, limit) {
+        // A large frame waits behind those already waiting (in the order they came).
+        let queued = holding > LARGE_BYTES.max(self.held.bytes()) && self.room.others_wait();
+        if !queued && self.held.set(holding, limit) {
             return true;
         }
         self.state.limits.triggered(
@@ -190,7 +192,7 @@ impl ServerCodec {
             *src = kept;
         }
         // A buffer's hold is for its capacity, which may have shrunk just now.
-        let wanted = if by_capacity { src.capacity() as u64 } else { holding };
+        let wanted = if by_capacity { src.capacity() as u64 } else { holding }.min(limit);
         self.room.wait_for(wanted, limit);
         self.started = None;
         false

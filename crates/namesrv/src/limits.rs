@@ -10,8 +10,11 @@
 //! `registerBodyMaxInflatedBytes`, `registerBrokerMaxTopics`, `kvConfigMaxValueBytes`), read
 //! where they are enforced so an update takes effect at once.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use tokio::sync::Notify;
 use tracing::warn;
@@ -170,12 +173,16 @@ impl Drop for Admitted {
 }
 
 /// A server-wide byte budget: connections take bytes from it and give them back. A connection
-/// may wait for room ([`Budget::waiting`]): then every give-back wakes the waiters.
+/// may wait for room in a line ([`Budget::queue_up`]): only the first in line may take, and
+/// every give-back wakes the line.
 #[derive(Debug, Default)]
 pub struct Budget {
     used: AtomicU64,
     /// Connections waiting for room (only then does a give-back notify).
     waiters: AtomicUsize,
+    /// Their tickets, in the order they came.
+    line: Mutex<VecDeque<u64>>,
+    next_ticket: AtomicU64,
     room: Arc<Notify>,
 }
 
@@ -197,13 +204,30 @@ impl Budget {
         }
     }
 
-    /// One more (`true`) or one fewer connection waiting for room.
-    pub fn waiting(&self, starts: bool) {
-        if starts {
-            self.waiters.fetch_add(1, Ordering::AcqRel);
-        } else {
-            self.waiters.fetch_sub(1, Ordering::AcqRel);
+    /// Joins the line of connections waiting for room; the ticket leaves it
+    /// ([`Budget::leave_line`]).
+    pub fn queue_up(&self) -> u64 {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::AcqRel);
+        self.line.lock().push_back(ticket);
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        ticket
+    }
+
+    /// Takes `bytes` for `ticket` if it is first in line and they fit within `limit`.
+    pub fn try_take_in_turn(&self, ticket: u64, bytes: u64, limit: u64) -> bool {
+        self.line.lock().front() == Some(&ticket) && self.try_take(bytes, limit)
+    }
+
+    /// Leaves the line (having taken, or given up), and lets the next one look.
+    pub fn leave_line(&self, ticket: u64) {
+        {
+            let mut line = self.line.lock();
+            if let Some(at) = line.iter().position(|&t| t == ticket) {
+                line.remove(at);
+            }
         }
+        self.waiters.fetch_sub(1, Ordering::AcqRel);
+        self.room.notify_waiters();
     }
 
     /// Connections waiting for room now.

@@ -27,9 +27,11 @@ use crate::limits::Budget;
 #[derive(Debug)]
 pub struct Room {
     budget: Arc<Budget>,
-    /// Bytes to take before reading on (0: not waiting), and the limit to take them under.
+    /// Bytes to take before reading on (0: not waiting), the limit to take them under, and
+    /// the place in the budget's line.
     wanted: AtomicU64,
     limit: AtomicU64,
+    ticket: AtomicU64,
     /// Bytes the stream took for the codec, not yet adopted by its holder.
     taken: AtomicU64,
 }
@@ -40,6 +42,7 @@ impl Room {
             budget: Arc::clone(budget),
             wanted: AtomicU64::new(0),
             limit: AtomicU64::new(0),
+            ticket: AtomicU64::new(0),
             taken: AtomicU64::new(0),
         })
     }
@@ -48,8 +51,13 @@ impl Room {
     pub fn wait_for(&self, bytes: u64, limit: u64) {
         self.limit.store(limit, Ordering::Release);
         if self.wanted.swap(bytes.max(1), Ordering::AcqRel) == 0 {
-            self.budget.waiting(true);
+            self.ticket.store(self.budget.queue_up(), Ordering::Release);
         }
+    }
+
+    /// Whether others wait for room in the budget (a newcomer then waits behind them).
+    pub fn others_wait(&self) -> bool {
+        self.budget.waiters() > 0
     }
 
     /// Whether the reads are stopped for room.
@@ -72,12 +80,14 @@ impl Room {
         if wanted == 0 {
             return true;
         }
-        if !self.budget.try_take(wanted, self.limit.load(Ordering::Acquire)) {
+        let (ticket, limit) =
+            (self.ticket.load(Ordering::Acquire), self.limit.load(Ordering::Acquire));
+        if !self.budget.try_take_in_turn(ticket, wanted, limit) {
             return false;
         }
         self.taken.fetch_add(wanted, Ordering::AcqRel);
         self.wanted.store(0, Ordering::Release);
-        self.budget.waiting(false);
+        self.budget.leave_line(ticket);
         true
     }
 }
@@ -85,7 +95,7 @@ impl Room {
 impl Drop for Room {
     fn drop(&mut self) {
         if *self.wanted.get_mut() > 0 {
-            self.budget.waiting(false);
+            self.budget.leave_line(*self.ticket.get_mut());
         }
         self.budget.give_back(*self.taken.get_mut());
     }
@@ -197,6 +207,26 @@ mod tests {
         assert_eq!((budget.used(), budget.waiters(), room.waiting()), (500, 0, false));
         assert_eq!(room.adopt(), 500, "taken for the codec");
         assert_eq!(room.adopt(), 0);
+    }
+
+    #[test]
+    fn rooms_take_in_the_order_they_came() {
+        let budget = Arc::new(Budget::default());
+        let mut other = Held::new(&budget);
+        assert!(other.set(1000, 1000));
+        let (first, second, third) = (Room::new(&budget), Room::new(&budget), Room::new(&budget));
+        first.wait_for(800, 1000);
+        second.wait_for(100, 1000);
+        third.wait_for(50, 1000);
+        assert!(other.set(850, 1000), "150 bytes free: room for the second, not the first");
+        assert!(!second.try_take(), "not before the first in line");
+        assert!(!first.try_take());
+        drop(third);
+        assert_eq!(budget.waiters(), 2, "one gave up: it leaves the line");
+        drop(other);
+        assert!(!second.try_take());
+        assert!(first.try_take() && second.try_take());
+        assert_eq!((budget.used(), budget.waiters()), (900, 0));
     }
 
     #[test]
