@@ -3,8 +3,8 @@
 //! (the connection task closes it after `serverFrameTimeoutSeconds`) and how many bytes the
 //! connection holds for it, which it takes from the server-wide frame budget
 //! (`serverMaxPendingFrameBytes`) and keeps until the frame is answered; when the budget has
-//! no room the connection waits for it, reading nothing more (`room.rs`). The frame length itself is capped by
-//! `com.rocketmq.remoting.frameMaxLength`.
+//! no room the connection waits for it, reading nothing more (`room.rs`). The frame length
+//! itself is capped by `com.rocketmq.remoting.frameMaxLength`.
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Bounded resources under hostile or broken clients: the connection count, the server-wide
-//! byte budgets for partially received frames and for answers waiting for their reader, and a
-//! counter per cap that triggered (with a rate-limited log line). The metrics read them at
+//! byte budgets for frames being received or answered (waited for in line: `room.rs`) and for
+//! answers waiting for their reader, and a counter per cap that triggered (with a rate-limited log line). The metrics read them at
 //! scrape time (`resource_caps_triggered_total{kind}`, `pending_frame_bytes`,
 //! `pending_response_bytes`: `metrics.rs`).
 //!
@@ -28,7 +28,7 @@ pub enum Cap {
     FrameTimeout,
     /// `com.rocketmq.remoting.frameMaxLength`: a frame announced a longer length.
     FrameLength,
-    /// `serverMaxPendingFrameBytes`: the partial-frame budget was spent; a connection closed.
+    /// `serverMaxPendingFrameBytes`: the frame budget was spent; a connection waits for room.
     PendingFrameBytes,
     /// `serverConnectionMaxPendingResponseBytes`: one client left too many answers unread.
     ConnectionResponseBytes,
