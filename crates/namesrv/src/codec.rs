@@ -3,7 +3,7 @@
 //! (the connection task closes it after `serverFrameTimeoutSeconds`) and how many bytes the
 //! connection holds for it, which it takes from the server-wide frame budget
 //! (`serverMaxPendingFrameBytes`) and keeps until the frame is answered; when the budget has
-//! no room the connection waits for it, reading nothing more (`room.rs`). The frame length
+//! no room the connection waits for it, reading nothing more (`transport::room`). The frame length
 //! itself is capped by `com.rocketmq.remoting.frameMaxLength`.
 
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use tokio::time::Instant;
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::limits::{Cap, Held};
-use crate::room::Room;
 use crate::state::State;
+use transport::room::Room;
 
 /// A partial frame's buffer holds up to this much before it counts against the budget: an
 /// ordinary request split across two reads never does.

@@ -12,7 +12,6 @@ pub(crate) mod dispatch;
 pub(crate) mod handler;
 pub mod limits;
 pub mod metrics;
-pub(crate) mod room;
 pub mod route;
 pub mod server;
 pub(crate) mod shutdown;

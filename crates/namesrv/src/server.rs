@@ -24,10 +24,10 @@ use crate::codec::{ServerCodec, ServerFrameError};
 use crate::dispatch;
 use crate::limits::{Admitted, Cap, Held};
 use crate::metrics::{ConnKind, Pending};
-use crate::room::{Paced, Room};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{ConnCtx, Readiness, State};
 use counters::clock::{RequestClock, Stamp};
+use transport::room::{Paced, Room};
 use transport::TlsContext;
 
 /// How long connections may take to drain after shutdown before they are dropped.

@@ -1,6 +1,7 @@
 //! Bytes in from the network: an optional PROXY preface, then TLS-or-plaintext on the same
 //! port, with certificate hot reload, and the stream wrappers the server reads through (`Fair`,
-//! `Counted`). Turns an accepted `TcpStream` into a byte stream for the frame codec.
+//! `Counted`, `room::Paced`), with the byte budgets connections hold and wait for (`budget`).
+//! Turns an accepted `TcpStream` into a byte stream for the frame codec.
 //!
 //! Architecture invariant: nothing here knows about frames, requests or `RemotingCommand`s, nor
 //! the nameserver (this crate does not depend on it); the layers end at the first RocketMQ byte,
@@ -48,11 +49,13 @@ macro_rules! forward_async_write {
     };
 }
 
+pub mod budget;
 mod counted;
 mod fair;
 pub mod proxy;
 mod reload;
 mod rewind;
+pub mod room;
 mod settings;
 mod tls;
 mod unclean;

@@ -1,15 +1,16 @@
-//! `Room`: a connection waiting for room in the partial-frame budget (`serverMaxPendingFrameBytes`)
-//! instead of being closed (#25: "a body over the memory budget must wait, not be refused").
-//! When a frame's bytes would take the budget over its limit, the codec gives back what the
-//! connection held and asks its [`Room`] to wait; the connection's stream ([`Paced`]) then reads
-//! nothing more (the sender's bytes stay in its socket and the kernel's) until a give-back makes
-//! room, takes the bytes for the codec, and lets the reads go on. A waiting connection holds no
-//! part of the budget, so the connections holding it are all receiving and each ends (complete,
-//! or closed by its frame deadline): nobody waits on a waiter.
+//! `Room`: a connection waiting for room in a byte [`Budget`] instead of being closed (the
+//! nameserver's frame budget, `serverMaxPendingFrameBytes`; #25: "a body over the memory budget
+//! must wait, not be refused"). When the bytes a connection's reader needs would take the budget
+//! over its limit, the reader gives back what it held and asks its [`Room`] to wait; the
+//! connection's stream ([`Paced`]) then reads nothing more (the sender's bytes stay in its
+//! socket and the kernel's) until a give-back makes room, takes the bytes for the reader
+//! ([`Room::adopt`]), and lets the reads go on. Waiting connections take room in the order they
+//! came. A waiting connection holds no part of the budget, so the connections holding it are
+//! all receiving or answering and each ends: nobody waits on a waiter.
 //!
-//! Who may make others wait: a frame takes its whole announced length once more than 16 KiB of
-//! it arrived (`codec.rs`), so a sender that announces large frames and stalls holds room until
-//! `serverFrameTimeoutSeconds` closes it — as before, when the others were closed instead.
+//! Who may make others wait: the nameserver's codec takes a frame's whole announced length once
+//! more than 16 KiB of it arrived, so a sender that announces large frames and stalls holds room
+//! until `serverFrameTimeoutSeconds` closes it — as before, when the others were closed instead.
 
 use std::future::Future;
 use std::io;
@@ -18,10 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::futures::OwnedNotified;
 
-use crate::limits::Budget;
+use crate::budget::Budget;
 
 /// What a connection's codec and stream share about its wait for room.
 #[derive(Debug)]
@@ -151,40 +152,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for Paced<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Paced<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
+forward_async_write!(Paced);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Held;
+    use crate::budget::Held;
     use tokio::io::AsyncReadExt;
 
     #[tokio::test]
