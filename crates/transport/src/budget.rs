@@ -97,6 +97,7 @@ impl Held {
 
     /// Holds `bytes` in all (taking or giving back the difference); false, holding what it
     /// held, when taking more would pass `limit`.
+    #[inline]
     pub fn set(&mut self, bytes: u64, limit: u64) -> bool {
         if bytes == self.bytes {
             // The common case (a frame that arrived whole): no shared counter touched.
@@ -114,6 +115,7 @@ impl Held {
     }
 
     /// Bytes held.
+    #[inline]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

@@ -62,11 +62,13 @@ impl Room {
     }
 
     /// Whether the reads are stopped for room.
+    #[inline]
     pub fn waiting(&self) -> bool {
         self.wanted.load(Ordering::Acquire) > 0
     }
 
     /// The bytes taken on the caller's behalf since it last asked (it holds them from now).
+    #[inline]
     pub fn adopt(&self) -> u64 {
         // A load first: the codec asks on every decode, and almost never is anything taken.
         if self.taken.load(Ordering::Acquire) == 0 {
