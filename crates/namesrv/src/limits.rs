@@ -1,8 +1,9 @@
 //! Bounded resources under hostile or broken clients: the connection count, the server-wide
-//! byte budgets for frames being received or answered (waited for in line: `room.rs`) and for
-//! answers waiting for their reader, and a counter per cap that triggered (with a rate-limited log line). The metrics read them at
-//! scrape time (`resource_caps_triggered_total{kind}`, `pending_frame_bytes`,
-//! `pending_response_bytes`: `metrics.rs`).
+//! byte budgets for frames being received or answered (waited for in line: `transport::room`)
+//! and for answers waiting for their reader, and a counter per cap that triggered (with a
+//! rate-limited log line). The metrics read them at scrape time
+//! (`resource_caps_triggered_total{kind}`, `pending_frame_bytes`, `pending_response_bytes`:
+//! `metrics.rs`).
 //!
 //! The caps themselves are config keys (`serverMaxConnections`, `serverFrameTimeoutSeconds`,
 //! `com.rocketmq.remoting.frameMaxLength`, `serverMaxPendingFrameBytes`,
