@@ -214,7 +214,11 @@ fn damage_is_detected_never_restored() {
         format!("rocketmq-namesrv-rs route snapshot v2 len={} crc32={crc:08x}", payload.len()),
         format!("rocketmq-namesrv-rs route snapshot v2 len=+{:019} crc32={crc:08x}", payload.len()),
         format!("rocketmq-namesrv-rs route snapshot v2 len={:020} crc32={crc:08X}", payload.len()),
-    ] {
+    ]
+    .into_iter()
+    // An all-digit checksum reads the same in either case: only a line that differs is odd.
+    .filter(|line| !bytes.starts_with(format!("{line}\n").as_bytes()))
+    {
         let mut odd = format!("{line}\n").into_bytes();
         odd.extend_from_slice(payload);
         assert!(
