@@ -20,7 +20,7 @@ use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 
 use super::delta::Skimmed;
-use super::digest::{digest_around_version, digest_fields, digest_registration, Digested};
+use super::digest::{digest_registration, Digested};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
 use crate::limits::Cap;
@@ -32,6 +32,7 @@ use crate::route::{
 use crate::state::{ConnCtx, State};
 use events::{EventKind, NewEvent};
 use kv::ORDER_TOPIC_CONFIG;
+use remoting::body::register_digest::{digest_around_version, digest_fields};
 
 /// A handler-level REGISTER_BROKER failure (`dispatch` answers code 1 and `"extFields":{}`
 /// like Java's).

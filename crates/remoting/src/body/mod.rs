@@ -19,6 +19,7 @@ mod controller;
 pub mod crc;
 pub mod json;
 mod lenient;
+pub mod register_digest;
 pub mod skim;
 pub mod table_digest;
 
