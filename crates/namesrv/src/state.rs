@@ -164,7 +164,7 @@ impl State {
             work: Work {
                 unregister_tx,
                 unregister_rx: std::sync::Mutex::new(Some(unregister_rx)),
-                lane: lane::Lane::batched(threads, lane::LANE_NICE, publish),
+                lane: lane::Lane::pipelined(threads, lane::LANE_NICE, publish),
                 route_snapshot: snapshot
                     .route_snapshot_enable
                     .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),

@@ -102,7 +102,7 @@ pub async fn register(
     request: &RemotingCommand,
 ) -> HandlerResult {
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
-        return register_now(state, conn, request, (Publish::Now, None));
+        return register_now(state, conn, request, (Publish::Now, None, None));
     }
     // A re-registration that differs from the broker's last one in its DataVersion alone (every
     // broker, every 30 s) costs a digest of its body: answered here, never queued on the lane
@@ -120,12 +120,44 @@ pub async fn register(
         state.routes.snapshot().heartbeat(cluster, addr, state.now_ms());
     }
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
-    state
-        .work
-        .lane
-        .run(move || register_now(&lane_state, &conn, &request, (Publish::WithBatch, digested)))
-        .await
-        .map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
+    let prepare = move || {
+        let body = predecode(&lane_state, &request);
+        (lane_state, request, body)
+    };
+    let apply = move |(state, request, body): (Arc<State>, RemotingCommand, Predecoded)| {
+        register_now(&state, &conn, &request, (Publish::WithBatch, digested, body))
+    };
+    let registered = state.work.lane.run_prepared(prepare, apply).await;
+    registered.map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
+}
+
+/// A body decoded on the lane's prepare thread while the registration before it is applied,
+/// with the limits it was decoded within.
+type Predecoded = Option<(BodyLimits, Result<RegisterBrokerBody, BodyError>)>;
+
+/// The body decoded ahead when the lane will decode it whole: its address has no base to apply
+/// it as a difference from (a broker's first registration, as in a fleet's cold start), it is
+/// compressed, or `deleteTopicWithBrokerRegistration` rules the difference out.
+fn predecode(state: &State, request: &RemotingCommand) -> Predecoded {
+    let header: RegisterBrokerRequestHeader = request.decode_header();
+    let (config, compressed) = (state.config.load(), header.compressed.unwrap_or(false));
+    let based = match (&header.cluster_name, &header.broker_addr) {
+        (Some(cluster), Some(addr)) => state.routes.snapshot().delta_base(cluster, addr).is_some(),
+        _ => false,
+    };
+    if based && !compressed && !config.delete_topic_with_broker_registration {
+        return None;
+    }
+    let limits = body_limits(&config);
+    Some((limits, register_body(request, compressed, limits)))
+}
+
+/// The registration body's limits as configured.
+fn body_limits(config: &Config) -> BodyLimits {
+    BodyLimits {
+        max_inflated: u64::try_from(config.register_body_max_inflated_bytes).unwrap_or(0),
+        max_topics: usize::try_from(config.register_broker_max_topics).unwrap_or(0),
+    }
 }
 
 /// When a registration's write is published.
@@ -157,10 +189,10 @@ fn register_now(
     state: &State,
     conn: &ConnCtx,
     request: &RemotingCommand,
-    (publish, digested): (Publish, Option<Digested>),
+    (publish, digested, body): (Publish, Option<Digested>, Predecoded),
 ) -> HandlerResult {
     let started = std::time::Instant::now();
-    let (result, outcome, live) = register_counted(state, conn, request, publish, digested);
+    let (result, outcome, live) = register_counted(state, conn, request, publish, (digested, body));
     record(state, request, started, outcome, live);
     result
 }
@@ -247,7 +279,7 @@ fn register_counted(
     conn: &ConnCtx,
     request: &RemotingCommand,
     publish: Publish,
-    digested: Option<Digested>,
+    (digested, predecoded): (Option<Digested>, Predecoded),
 ) -> Counted {
     let header: RegisterBrokerRequestHeader = request.decode_header();
     let config = state.config.load();
@@ -274,10 +306,7 @@ fn register_counted(
         let response = register_response(state, &config, outcome);
         return (Ok(response), RegistrationOutcome::Unchanged, true);
     }
-    let limits = BodyLimits {
-        max_inflated: u64::try_from(config.register_body_max_inflated_bytes).unwrap_or(0),
-        max_topics: usize::try_from(config.register_broker_max_topics).unwrap_or(0),
-    };
+    let limits = body_limits(&config);
     let digest = (request_digest, version_frame);
     let skimmed = table.map(|t| Skimmed::new(t, &fields));
     if let Some(skimmed) = skimmed.as_ref().filter(|_| !delete_topics) {
@@ -287,7 +316,9 @@ fn register_counted(
             return applied;
         }
     }
-    let body = match register_body(request, compressed, limits) {
+    // Decoded ahead within the same limits, or now.
+    let predecoded = predecoded.filter(|(within, _)| *within == limits).map(|(_, body)| body);
+    let body = match predecoded.unwrap_or_else(|| register_body(request, compressed, limits)) {
         Ok(body) => body,
         Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused, false),
     };
@@ -604,19 +635,44 @@ mod tests {
         }
     }
 
+    fn fresh_state(dir: &tempfile::TempDir) -> Arc<State> {
+        let kv_config_path = dir.path().join("kv.json").to_string_lossy().into_owned();
+        crate::build_state(Config { kv_config_path, ..Config::default() }, None).expect("state")
+    }
+
+    /// A broker's first registration (no base to take a difference from) is decoded ahead, on
+    /// the lane's prepare thread; its next one is not (only what changed is decoded). A body
+    /// decoded ahead within other limits than the lane applies it under is decoded again.
+    #[tokio::test]
+    async fn a_first_registration_is_decoded_ahead_within_the_limits_it_is_applied_under() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = fresh_state(&dir);
+        let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
+        let first = registration(2_000, 1);
+        let (within, body) = predecode(&state, &first).expect("decoded ahead");
+        assert_eq!(within, body_limits(&state.config.load()));
+        let topics = body.expect("decodes").topic_config_serialize_wrapper.topic_config_table;
+        assert_eq!(topics.len(), 2_000);
+        assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);
+        assert!(predecode(&state, &registration(2_001, 2)).is_none(), "a difference now");
+
+        // Another broker's first registration, decoded ahead; then the topic cap is lowered.
+        let mut other = registration(300, 1);
+        other.ext_fields.as_mut().expect("ext").insert("brokerAddr", "10.0.0.2:1");
+        let ahead = predecode(&state, &other);
+        assert!(ahead.as_ref().is_some_and(|(_, body)| body.is_ok()));
+        state.config.apply_update(b"registerBrokerMaxTopics=100").expect("updated");
+        let refused = register_now(&state, &conn, &other, (Publish::Now, None, ahead));
+        assert!(refused.is_err(), "decoded again within the new cap, and refused");
+        assert_eq!(state.routes.snapshot().topic_count(), 2_000);
+    }
+
     // Paused time: the liveness clock moves only when the test advances it, and every wait is on
     // an event (lane threads held, heartbeat stamped), so the machine's speed cannot matter.
     #[tokio::test(start_paused = true)]
     async fn a_registration_waiting_for_the_lane_has_already_refreshed_its_broker() {
         let dir = tempfile::tempdir().expect("dir");
-        let state = crate::build_state(
-            Config {
-                kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
-                ..Config::default()
-            },
-            None,
-        )
-        .expect("state");
+        let state = fresh_state(&dir);
         let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
         let first = registration(2_000, 1);
         assert!(first.body_bytes().len() > INLINE_REGISTER_BODY_LIMIT, "goes to the lane");

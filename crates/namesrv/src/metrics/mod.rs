@@ -135,7 +135,7 @@ pub struct Metrics {
     /// `registrations_total{outcome}`, by [`RegistrationOutcome`].
     registrations: [AtomicU64; RegistrationOutcome::ALL.len()],
     /// `registration_apply_seconds`: REGISTER_BROKER handling, decode and apply (excluding
-    /// the wait for the registration lane).
+    /// the wait for the registration lane, and a decode done ahead on its prepare thread).
     pub registration_apply: DurationHistogram,
     /// `brokers_removed_total{reason}`, by [`RemovalReason`].
     brokers_removed: [AtomicU64; 3],
