@@ -19,6 +19,8 @@ ACL_TOPIC = "InteropAcl"
 ACL_ADMIN = ("interop-admin", "admin-secret-10")
 ACL_BROKER_KEY = ("interop-broker", "broker-secret-10")
 ACL_READER = ("interop-reader", "reader-secret-10")
+# Per send, for the checks that every send is acknowledged (see where it is used).
+SEND_TIMEOUT_MS = 10000
 ACL_ACCOUNTS = """accounts:
   - {accessKey: %s, secretKey: "%s", role: admin}
   - {accessKey: %s, secretKey: "%s", role: broker}
@@ -113,7 +115,10 @@ def s12_access_control(env, c):
 
         create_topic(env, c, ACL_TOPIC, cluster=ACL_CLUSTER, ns=ns.addr, brokers=(ACL_BROKER,))
         prefix = RUN_TAG + "-acl"
-        rc, out = env.jclient("5", "produce", timeout=180, ns=ns.addr, topic=ACL_TOPIC, count=50, prefix=prefix)
+        # A send the broker is slow to acknowledge is not what this checks (access control is):
+        # 10 s per send, not the client's 3 s (one send of 50 timed out at 3 s on a busy machine).
+        rc, out = env.jclient("5", "produce", timeout=180, ns=ns.addr, topic=ACL_TOPIC, count=50, prefix=prefix,
+                              timeoutMs=SEND_TIMEOUT_MS)
         r = parse_result(out)
         c.check(rc == 0 and r.get("ok") == "50",
                 "an unsigned Java %s producer sent 50 messages through the writes SUT (ok=%s failed=%s)" % (
@@ -154,7 +159,8 @@ def s12_access_control(env, c):
         r = parse_result(out)
         c.check(r.get("ok") == "0", "an unsigned Java producer sends nothing through the all SUT (ok=%s)" % r.get("ok"))
         rc, out = env.jclient("5", "produce", timeout=180, ns=ns_all.addr, topic=ACL_TOPIC, count=50,
-                              prefix=prefix + "-signed", accessKey=ACL_READER[0], secretKey=ACL_READER[1])
+                              prefix=prefix + "-signed", accessKey=ACL_READER[0], secretKey=ACL_READER[1],
+                              timeoutMs=SEND_TIMEOUT_MS)
         r = parse_result(out)
         c.check(rc == 0 and r.get("ok") == "50",
                 "a Java %s producer with an AclClientRPCHook (reader account) sent 50 messages through the all "
