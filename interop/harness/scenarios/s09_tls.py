@@ -12,6 +12,7 @@ from ..fixture import GEN_VERSION, Broker, Namesrv, SetupError, broker_addrs, ro
 from ..output import server_log_count, tail
 from ..pki import Pki, PkiError
 from ..procs import wait_until
+from ..procs import wait_until
 from ..topics import RUN_TAG
 
 TITLE = "TLS: Java client and broker to an enforcing SUT, mutual TLS"
@@ -137,8 +138,10 @@ def s9_tls(env, c):
         refused, detail = probe_refused(ns.addr)
         c.check(refused, "a plaintext request is refused (%s)" % detail)
         if env.impl == "rust":
-            c.check(server_log_count(ns, "plaintext connection refused: tls.server.mode is enforcing") >= 1,
-                    "SUT log: plaintext connection refused: tls.server.mode is enforcing")
+            # The server writes the line as it drops the connection, maybe after the probe saw the
+            # reset: looked for until it is there (5 s).
+            logged = lambda: server_log_count(ns, "plaintext connection refused: tls.server.mode is enforcing") >= 1
+            c.check(wait_until(logged, 5, 0.1), "SUT log: plaintext connection refused: tls.server.mode is enforcing")
 
         broker = Broker(env, "tls", gen, TLS_CLUSTER, TLS_BROKER, 0)
         broker.jvm_extra = ["-Dtls.enable=true", "-Dtls.test.mode.enable=true"]
@@ -195,7 +198,7 @@ def s9_tls(env, c):
         code, value = kv_get_tls(ns.addr, any_cert, tag + "-plain")
         c.check(value is None, "nothing it sent reached the SUT (KV %s-plain: code=%s value=%s)" % (tag, code, value))
         if env.impl == "rust":
-            c.check(server_log_count(ns, "plaintext connection refused") > before,
+            c.check(wait_until(lambda: server_log_count(ns, "plaintext connection refused") > before, 5, 0.1),
                     "SUT log: its connection refused as plaintext under enforcing")
         e = client_handshake_error(home)
         if e:
