@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use remoting::body::compressed::BodyLimits;
+use remoting::body::difference::Skimmed;
 use remoting::body::{
     from_json, BodyError, DataVersion, KvTable, RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
@@ -19,7 +20,7 @@ use remoting::text::clip;
 use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 
-use super::delta::Skimmed;
+use super::ahead::{prepare, Ahead};
 use super::digest::{digest_registration, Digested};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
@@ -42,7 +43,7 @@ fn register_failed(remark: &'static str) -> HandlerError {
 
 /// Decodes the registration body by the sender's version; an absent body is an empty table.
 /// Java: `DefaultRequestProcessor#extractRegisterBrokerBodyFromRequest` / `#extractRegisterTopicConfigFromRequest`
-fn register_body(
+pub(super) fn register_body(
     request: &RemotingCommand,
     compressed: bool,
     limits: BodyLimits,
@@ -102,7 +103,7 @@ pub async fn register(
     request: &RemotingCommand,
 ) -> HandlerResult {
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
-        return register_now(state, conn, request, (Publish::Now, None, None));
+        return register_now(state, conn, request, (Publish::Now, None, Ahead::default()));
     }
     // A re-registration that differs from the broker's last one in its DataVersion alone (every
     // broker, every 30 s) costs a digest of its body: answered here, never queued on the lane
@@ -121,39 +122,18 @@ pub async fn register(
     }
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     let prepare = move || {
-        let body = predecode(&lane_state, &request);
-        (lane_state, request, body)
+        let ahead = prepare(&lane_state, &request);
+        (lane_state, request, ahead)
     };
-    let apply = move |(state, request, body): (Arc<State>, RemotingCommand, Predecoded)| {
-        register_now(&state, &conn, &request, (Publish::WithBatch, digested, body))
+    let apply = move |(state, request, ahead): (Arc<State>, RemotingCommand, Ahead)| {
+        register_now(&state, &conn, &request, (Publish::WithBatch, digested, ahead))
     };
     let registered = state.work.lane.run_prepared(prepare, apply).await;
     registered.map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
 }
 
-/// A body decoded on the lane's prepare thread while the registration before it is applied,
-/// with the limits it was decoded within.
-type Predecoded = Option<(BodyLimits, Result<RegisterBrokerBody, BodyError>)>;
-
-/// The body decoded ahead when the lane will decode it whole: its address has no base to apply
-/// it as a difference from (a broker's first registration, as in a fleet's cold start), it is
-/// compressed, or `deleteTopicWithBrokerRegistration` rules the difference out.
-fn predecode(state: &State, request: &RemotingCommand) -> Predecoded {
-    let header: RegisterBrokerRequestHeader = request.decode_header();
-    let (config, compressed) = (state.config.load(), header.compressed.unwrap_or(false));
-    let based = match (&header.cluster_name, &header.broker_addr) {
-        (Some(cluster), Some(addr)) => state.routes.snapshot().delta_base(cluster, addr).is_some(),
-        _ => false,
-    };
-    if based && !compressed && !config.delete_topic_with_broker_registration {
-        return None;
-    }
-    let limits = body_limits(&config);
-    Some((limits, register_body(request, compressed, limits)))
-}
-
 /// The registration body's limits as configured.
-fn body_limits(config: &Config) -> BodyLimits {
+pub(super) fn body_limits(config: &Config) -> BodyLimits {
     BodyLimits {
         max_inflated: u64::try_from(config.register_body_max_inflated_bytes).unwrap_or(0),
         max_topics: usize::try_from(config.register_broker_max_topics).unwrap_or(0),
@@ -189,10 +169,11 @@ fn register_now(
     state: &State,
     conn: &ConnCtx,
     request: &RemotingCommand,
-    (publish, digested, body): (Publish, Option<Digested>, Predecoded),
+    (publish, digested, ahead): (Publish, Option<Digested>, Ahead),
 ) -> HandlerResult {
     let started = std::time::Instant::now();
-    let (result, outcome, live) = register_counted(state, conn, request, publish, (digested, body));
+    let (result, outcome, live) =
+        register_counted(state, conn, request, publish, (digested, ahead));
     record(state, request, started, outcome, live);
     result
 }
@@ -279,7 +260,7 @@ fn register_counted(
     conn: &ConnCtx,
     request: &RemotingCommand,
     publish: Publish,
-    (digested, predecoded): (Option<Digested>, Predecoded),
+    (digested, ahead): (Option<Digested>, Ahead),
 ) -> Counted {
     let header: RegisterBrokerRequestHeader = request.decode_header();
     let config = state.config.load();
@@ -287,9 +268,13 @@ fn register_counted(
     let zone_name = request.ext(ZONE_NAME);
     let compressed = header.compressed.unwrap_or(false);
     let fields = digest_fields(request, &header, zone_name, delete_topics);
-    // One walk of the body: its topic-table entries and where its DataVersion sits.
-    let table = if compressed { None } else { Skimmed::table(request) };
-    let around_version = table.as_ref().map(|t| (t.before, t.after));
+    // One walk of the body (here, or ahead): its topic-table entries and where its DataVersion
+    // sits.
+    let mut skimmed = match ahead.skimmed.filter(|s| s.delete_topics == delete_topics) {
+        None if !compressed => Skimmed::new(request, &fields, delete_topics),
+        skimmed => skimmed,
+    };
+    let around_version = skimmed.as_ref().map(|s| s.around(request.body_bytes()));
     let digested = digested.filter(|d| d.delete_topics == delete_topics);
     let Some((request_digest, data_version, version_frame)) = digest_registration(
         state,
@@ -308,8 +293,7 @@ fn register_counted(
     }
     let limits = body_limits(&config);
     let digest = (request_digest, version_frame);
-    let skimmed = table.map(|t| Skimmed::new(t, &fields));
-    if let Some(skimmed) = skimmed.as_ref().filter(|_| !delete_topics) {
+    if let Some(skimmed) = skimmed.as_mut().filter(|_| !delete_topics) {
         let applied =
             register_delta(state, (conn, request, publish), &header, skimmed, digest, &limits);
         if let Some(applied) = applied {
@@ -317,7 +301,7 @@ fn register_counted(
         }
     }
     // Decoded ahead within the same limits, or now.
-    let predecoded = predecoded.filter(|(within, _)| *within == limits).map(|(_, body)| body);
+    let predecoded = ahead.body.filter(|(within, _)| *within == limits).map(|(_, body)| body);
     let body = match predecoded.unwrap_or_else(|| register_body(request, compressed, limits)) {
         Ok(body) => body,
         Err(e) => return (body_refused(state, conn, e), RegistrationOutcome::Refused, false),
@@ -373,13 +357,14 @@ fn refresh_unchanged(
 }
 
 /// The registration as its difference from this address's last one, decoding only the topic
-/// entries that one did not have (see `delta.rs`); `None` when it cannot be (no base, another
-/// rest, an entry the full decoder must judge, or the tables no longer allow it).
+/// entries that one did not have (`remoting::body::difference`; done ahead when the base is
+/// the same); `None` when it cannot be (no base, another rest, an entry the full decoder must
+/// judge, or the tables no longer allow it).
 fn register_delta(
     state: &State,
     (conn, request, publish): (&ConnCtx, &RemotingCommand, Publish),
     header: &RegisterBrokerRequestHeader,
-    skimmed: &Skimmed<'_>,
+    skimmed: &mut Skimmed,
     digest: (u64, Option<VersionFrame>),
     limits: &BodyLimits,
 ) -> Option<Counted> {
@@ -389,7 +374,7 @@ fn register_delta(
     if base.rest_digest != skimmed.base().rest_digest {
         return None;
     }
-    let changed = skimmed.changed(&base, limits.max_topics)?;
+    let changed = skimmed.changed(request.body_bytes(), &base, limits.max_topics)?;
     let body = RegisterBrokerBody {
         filter_server_list: None, // the same as the base's, which the tables hold
         topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
@@ -606,12 +591,18 @@ mod tests {
     use crate::config::Config;
 
     fn registration(topics: usize, counter: i64) -> RemotingCommand {
+        with_perm(topics, counter, 6)
+    }
+
+    /// [`registration`] with every topic's `perm` this.
+    fn with_perm(topics: usize, counter: i64, perm: i32) -> RemotingCommand {
         let mut body = RegisterBrokerBody::default();
         let wrapper = &mut body.topic_config_serialize_wrapper;
         wrapper.data_version = DataVersion { counter, state_version: 0, timestamp: 1 };
         for i in 0..topics {
             let name = format!("Topic-{i:05}");
-            wrapper.topic_config_table.insert(name.clone(), TopicConfig::named(name));
+            let tc = TopicConfig { perm, ..TopicConfig::named(name.clone()) };
+            wrapper.topic_config_table.insert(name, tc);
         }
         let ext = [
             ("clusterName", "C"),
@@ -640,31 +631,67 @@ mod tests {
         crate::build_state(Config { kv_config_path, ..Config::default() }, None).expect("state")
     }
 
-    /// A broker's first registration (no base to take a difference from) is decoded ahead, on
-    /// the lane's prepare thread; its next one is not (only what changed is decoded). A body
-    /// decoded ahead within other limits than the lane applies it under is decoded again.
+    /// A broker's first registration (no base to take a difference from) is decoded whole
+    /// ahead, on the lane's prepare thread; its next one only skimmed and its difference
+    /// decoded. A body decoded ahead within other limits than the lane applies it under is
+    /// decoded again.
     #[tokio::test]
     async fn a_first_registration_is_decoded_ahead_within_the_limits_it_is_applied_under() {
         let dir = tempfile::tempdir().expect("dir");
         let state = fresh_state(&dir);
         let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
         let first = registration(2_000, 1);
-        let (within, body) = predecode(&state, &first).expect("decoded ahead");
+        let ahead = prepare(&state, &first);
+        assert!(ahead.skimmed.is_some());
+        let (within, body) = ahead.body.expect("decoded ahead");
         assert_eq!(within, body_limits(&state.config.load()));
         let topics = body.expect("decodes").topic_config_serialize_wrapper.topic_config_table;
         assert_eq!(topics.len(), 2_000);
         assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);
-        assert!(predecode(&state, &registration(2_001, 2)).is_none(), "a difference now");
+        let next = prepare(&state, &registration(2_001, 2));
+        assert!(next.body.is_none() && next.skimmed.is_some(), "a difference now");
 
         // Another broker's first registration, decoded ahead; then the topic cap is lowered.
         let mut other = registration(300, 1);
         other.ext_fields.as_mut().expect("ext").insert("brokerAddr", "10.0.0.2:1");
-        let ahead = predecode(&state, &other);
-        assert!(ahead.as_ref().is_some_and(|(_, body)| body.is_ok()));
+        let ahead = prepare(&state, &other);
+        assert!(ahead.body.as_ref().is_some_and(|(_, body)| body.is_ok()));
         state.config.apply_update(b"registerBrokerMaxTopics=100").expect("updated");
         let refused = register_now(&state, &conn, &other, (Publish::Now, None, ahead));
         assert!(refused.is_err(), "decoded again within the new cap, and refused");
         assert_eq!(state.routes.snapshot().topic_count(), 2_000);
+    }
+
+    /// A difference found ahead against a base that another registration of the address
+    /// replaced before the lane took it is found again, against the base the tables hold.
+    #[tokio::test]
+    async fn a_difference_found_ahead_of_another_registration_is_found_again() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = fresh_state(&dir);
+        let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
+        let publish = |ahead| (Publish::Now, None, ahead);
+        let first = registration(2_000, 1);
+        assert_eq!(
+            register_now(&state, &conn, &first, publish(Ahead::default())).expect("ok").code,
+            0
+        );
+        // Against the first table the third body differs in one topic, Topic-02000.
+        let third = registration(2_001, 3);
+        let ahead = prepare(&state, &third);
+        assert!(ahead.body.is_none(), "a difference found ahead");
+        // The second makes every topic read-only.
+        let second = with_perm(2_000, 2, 4);
+        assert_eq!(
+            register_now(&state, &conn, &second, publish(Ahead::default())).expect("ok").code,
+            0
+        );
+        let perm = |topic: &str| {
+            let route = state.routes.snapshot().pickup_route(topic, false).expect("route");
+            route.queue_datas[0].perm
+        };
+        assert_eq!(perm("Topic-00000"), 4);
+        assert_eq!(register_now(&state, &conn, &third, publish(ahead)).expect("ok").code, 0);
+        assert_eq!((perm("Topic-00000"), perm("Topic-02000")), (6, 6), "as the third body says");
     }
 
     // Paused time: the liveness clock moves only when the test advances it, and every wait is on

@@ -1,9 +1,9 @@
 //! Request handlers, one file per noun. Each decodes its typed header, calls the model and builds
 //! the response Java would build (code, remark, header fields, body).
 
+mod ahead;
 pub mod broker;
 pub mod config;
-mod delta;
 mod digest;
 mod error;
 pub mod kv;

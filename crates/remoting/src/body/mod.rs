@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub mod compressed;
 mod controller;
 pub mod crc;
+pub mod difference;
 pub mod json;
 mod lenient;
 pub mod register_digest;

@@ -1,0 +1,47 @@
+//! What the registration lane's prepare thread does for a large REGISTER_BROKER while a lane
+//! thread applies the ones before it (#25): skims and digests its body and decodes its
+//! difference from the address's base of the moment, or, when the lane will decode the body
+//! whole (no base: a broker's first registration, as at a fleet's cold start; a compressed
+//! body; `deleteTopicWithBrokerRegistration`), decodes it. The lane takes each only if it still
+//! applies (the same flag, the same base, the same body limits), and does the work itself if
+//! not.
+
+use remoting::body::compressed::BodyLimits;
+use remoting::body::difference::Skimmed;
+use remoting::body::register_digest::digest_fields;
+use remoting::body::{BodyError, RegisterBrokerBody};
+use remoting::headers::{RegisterBrokerRequestHeader, ZONE_NAME};
+use remoting::RemotingCommand;
+
+use super::broker::{body_limits, register_body};
+use crate::state::State;
+
+/// A registration's body as prepared ahead: skimmed, and decoded whole within these limits when
+/// no difference was found.
+#[derive(Default)]
+pub(super) struct Ahead {
+    pub skimmed: Option<Skimmed>,
+    pub body: Option<(BodyLimits, Result<RegisterBrokerBody, BodyError>)>,
+}
+
+/// The work of the module docs, as the tables and the config are now.
+pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
+    let header: RegisterBrokerRequestHeader = request.decode_header();
+    let (config, compressed) = (state.config.load(), header.compressed.unwrap_or(false));
+    let (delete_topics, limits) =
+        (config.delete_topic_with_broker_registration, body_limits(&config));
+    let fields = digest_fields(request, &header, request.ext(ZONE_NAME), delete_topics);
+    let mut skimmed = if compressed { None } else { Skimmed::new(request, &fields, delete_topics) };
+    let base = match (&header.cluster_name, &header.broker_addr) {
+        (Some(cluster), Some(addr)) => state.routes.snapshot().delta_base(cluster, addr),
+        _ => None,
+    };
+    let differs = match (skimmed.as_mut(), base) {
+        (Some(s), Some(base)) if !delete_topics && base.rest_digest == s.base().rest_digest => {
+            s.decode_ahead(request.body_bytes(), base, limits.max_topics)
+        }
+        _ => false,
+    };
+    let body = (!differs).then(|| (limits, register_body(request, compressed, limits)));
+    Ahead { skimmed, body }
+}
