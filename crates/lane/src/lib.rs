@@ -10,7 +10,7 @@ mod reaper;
 pub use reaper::Reaper;
 
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -39,8 +39,9 @@ pub const SNAPSHOT_NICE: i32 = 19;
 /// A job runs, and gives back how to answer it: answers wait for the batch's flush.
 type Job = Box<dyn FnOnce() -> Reply + Send>;
 type Reply = Box<dyn FnOnce() + Send>;
-/// A job's first stage (on the lane's prepare thread, if it has one) gives back its second.
-type Staged = Box<dyn FnOnce() -> Job + Send>;
+/// A job's first stage (on the lane's prepare thread, if it has one) gives back its second and
+/// the bytes what it prepared holds.
+type Staged = Box<dyn FnOnce() -> (Job, usize) + Send>;
 
 /// What a batched lane runs after a batch of jobs and before their answers (the route writer's
 /// publication: a batch's registrations share one copy of what they change).
@@ -56,6 +57,44 @@ const BATCH_TIME: Duration = Duration::from_millis(100);
 /// thread still finds a whole batch queued (at 1, S7's 1 % churn ran batches of one or two: 4×
 /// the publications, registrations 0.93× and its peak RSS 1.2×).
 const PREPARED_AHEAD: usize = BATCH_JOBS;
+
+/// Nor is the next job prepared while those prepared ahead hold this many bytes (as their
+/// first stages counted them): a batch of S7's 2 MB bodies fits, nine of the largest bodies a
+/// broker may send do not. One job is always prepared ahead, whatever it holds.
+pub const PREPARED_AHEAD_BYTES: usize = 32 << 20;
+
+/// The bytes held by jobs prepared and not yet taken by a lane thread.
+#[derive(Default)]
+struct Held {
+    bytes: Mutex<usize>,
+    taken: Condvar,
+}
+
+impl Held {
+    /// Waits until what is held is under `limit` (nothing held always is).
+    fn wait_under(&self, limit: usize) {
+        let Ok(mut bytes) = self.bytes.lock() else { return };
+        while *bytes > 0 && *bytes >= limit {
+            match self.taken.wait(bytes) {
+                Ok(b) => bytes = b,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn add(&self, n: usize) {
+        if let Ok(mut bytes) = self.bytes.lock() {
+            *bytes += n;
+        }
+    }
+
+    fn take(&self, n: usize) {
+        if let Ok(mut bytes) = self.bytes.lock() {
+            *bytes = bytes.saturating_sub(n);
+            self.taken.notify_all();
+        }
+    }
+}
 
 /// A pool of threads (one fewer than the cores, at [`LANE_NICE`]) running jobs in arrival
 /// order; a pipelined lane ([`Lane::pipelined`]) has one more thread that runs the jobs' first
@@ -97,12 +136,20 @@ impl Lane {
         let mut spawned = Vec::new();
         let rx = if pipelined {
             let (prepared_tx, prepared_rx) = mpsc::sync_channel::<Staged>(PREPARED_AHEAD);
+            let held = Arc::new(Held::default());
             let prepare = move || {
                 lower_priority(nice);
                 // Every sender dropped (stopped): the lane threads finish what was prepared.
                 while let Ok(staged) = rx.recv() {
-                    let job = staged();
-                    let ready: Staged = Box::new(move || job);
+                    held.wait_under(PREPARED_AHEAD_BYTES);
+                    let (job, bytes) = staged();
+                    held.add(bytes);
+                    let held = Arc::clone(&held);
+                    // Taken by a lane thread: what it holds no longer counts as ahead.
+                    let ready: Staged = Box::new(move || {
+                        held.take(bytes);
+                        (job, 0)
+                    });
                     if prepared_tx.send(ready).is_err() {
                         return;
                     }
@@ -139,15 +186,16 @@ impl Lane {
         &self,
         job: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, LaneStopped> {
-        self.run_prepared(|| (), move |()| job()).await
+        self.run_prepared(|| ((), 0), move |()| job()).await
     }
 
     /// Runs `prepare`, then `apply` with what it gave, and waits for the result. On a
     /// pipelined lane `prepare` runs on the prepare thread, in arrival order, while the lane
-    /// threads apply the jobs before it; elsewhere both run on a lane thread.
+    /// threads apply the jobs before it; elsewhere both run on a lane thread. `prepare` gives
+    /// back, besides, the bytes what it prepared holds (see [`PREPARED_AHEAD_BYTES`]).
     pub async fn run_prepared<P: Send + 'static, R: Send + 'static>(
         &self,
-        prepare: impl FnOnce() -> P + Send + 'static,
+        prepare: impl FnOnce() -> (P, usize) + Send + 'static,
         apply: impl FnOnce(P) -> R + Send + 'static,
     ) -> Result<R, LaneStopped> {
         let (done, result) = oneshot::channel();
@@ -155,11 +203,11 @@ impl Lane {
         // liveness stamps of lane and worker agree, also under a paused test clock).
         let runtime = tokio::runtime::Handle::try_current().ok();
         let staged: Staged = Box::new(move || {
-            let prepared = {
+            let (prepared, bytes) = {
                 let _context = runtime.as_ref().map(tokio::runtime::Handle::enter);
                 prepare()
             };
-            Box::new(move || {
+            let job: Job = Box::new(move || {
                 let result = {
                     let _context = runtime.as_ref().map(tokio::runtime::Handle::enter);
                     apply(prepared)
@@ -167,7 +215,8 @@ impl Lane {
                 Box::new(move || {
                     let _ = done.send(result);
                 })
-            })
+            });
+            (job, bytes)
         });
         {
             let tx = self.tx.lock().map_err(|_| LaneStopped)?;
@@ -221,7 +270,7 @@ fn run_jobs(rx: &Mutex<mpsc::Receiver<Staged>>, flush: Option<&(dyn Fn() + Send 
                 if replies.is_empty() {
                     started = Instant::now();
                 }
-                replies.push(job()());
+                replies.push(job().0());
                 if flush.is_some() {
                     continue;
                 }
@@ -335,9 +384,9 @@ mod tests {
         let lane = Arc::new(Lane::pipelined(1, LANE_NICE, Arc::new(|| ())));
         let (prepared_tx, prepared_rx) = std::sync::mpsc::channel::<()>();
         let waited = move |()| prepared_rx.recv_timeout(Duration::from_secs(5)).is_ok();
-        let mut first = Box::pin(lane.run_prepared(|| (), waited));
+        let mut first = Box::pin(lane.run_prepared(|| ((), 0), waited));
         assert!(poll_once(first.as_mut()).await.is_none(), "sent, and waiting in its apply");
-        let second = lane.run_prepared(move || prepared_tx.send(()).is_ok(), |sent| sent);
+        let second = lane.run_prepared(move || (prepared_tx.send(()).is_ok(), 0), |sent| sent);
         assert!(second.await.expect("ran"), "the second job's prepare ran");
         assert!(first.await.expect("ran"), "the second was prepared while the first applied");
 
@@ -347,7 +396,7 @@ mod tests {
                 let (lane, seen) = (Arc::clone(&lane), Arc::clone(&seen));
                 let prepared = Arc::clone(&seen);
                 let job = async move {
-                    let prepare = move || prepared.lock().expect("seen").push(("prepare", i));
+                    let prepare = move || (prepared.lock().expect("seen").push(("prepare", i)), 0);
                     let apply = move |()| seen.lock().expect("seen").push(("apply", i));
                     lane.run_prepared(prepare, apply).await
                 };
@@ -373,6 +422,36 @@ mod tests {
         }
     }
 
+    /// A job is not prepared while those prepared ahead hold [`PREPARED_AHEAD_BYTES`]: the
+    /// third job's first stage waits until a lane thread takes the second, which holds that
+    /// much; one job is prepared ahead whatever it holds.
+    #[tokio::test]
+    async fn what_is_prepared_ahead_is_bounded_in_bytes() {
+        let lane = Arc::new(Lane::pipelined(1, LANE_NICE, Arc::new(|| ())));
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let held = move |()| release_rx.recv_timeout(Duration::from_secs(5)).is_ok();
+        let mut first = Box::pin(lane.run_prepared(|| ((), 0), held));
+        assert!(poll_once(first.as_mut()).await.is_none(), "sent, and held in its apply");
+        let (prepared_tx, prepared_rx) = std::sync::mpsc::channel::<u32>();
+        let stage = |i: u32, bytes: usize, tx: std::sync::mpsc::Sender<u32>| {
+            move || (tx.send(i).expect("seen"), bytes)
+        };
+        let mut second = Box::pin(
+            lane.run_prepared(stage(2, PREPARED_AHEAD_BYTES, prepared_tx.clone()), |()| 2),
+        );
+        assert!(poll_once(second.as_mut()).await.is_none());
+        let mut third = Box::pin(lane.run_prepared(stage(3, 1, prepared_tx), |()| 3));
+        assert!(poll_once(third.as_mut()).await.is_none());
+        let wait = Duration::from_secs(5);
+        assert_eq!(prepared_rx.recv_timeout(wait), Ok(2), "one ahead, however large");
+        let early = prepared_rx.recv_timeout(Duration::from_millis(300));
+        assert!(early.is_err(), "the third waits for the second to be taken: {early:?}");
+        release_tx.send(()).expect("release");
+        assert!(first.await.expect("ran"));
+        assert_eq!(prepared_rx.recv_timeout(wait), Ok(3), "prepared once the second was taken");
+        assert_eq!((second.await.expect("ran"), third.await.expect("ran")), (2, 3));
+    }
+
     /// Polls `future` once (so that a lane job is sent before the next one is made).
     async fn poll_once<F: std::future::Future + Unpin>(future: F) -> Option<F::Output> {
         let mut future = future;
@@ -393,7 +472,7 @@ mod tests {
             let lane = Arc::new(Lane::pipelined(1, LANE_NICE, Arc::new(|| ())));
             let (a, b) = (Arc::clone(&lane), Arc::clone(&lane));
             let job = lane.run_prepared(
-                move || in_prepare.then(|| a.stop()),
+                move || (in_prepare.then(|| a.stop()), 0),
                 move |_| (!in_prepare).then(|| b.stop()).map_or(1, |()| 2),
             );
             let answered = tokio::time::timeout(Duration::from_secs(5), job).await;

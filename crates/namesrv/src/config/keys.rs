@@ -272,7 +272,9 @@ conf::config_struct! {
     /// whole length from it once more than 16 KiB of it arrived (one allocation); frames over
     /// 1 MiB may take the total to three quarters of this at most (or one `frameMaxLength`, if
     /// more), so stalled large frames always leave room for ordinary requests and broker
-    /// registrations. Takes effect at once.
+    /// registrations. What the lane decodes ahead of the registration it applies is held
+    /// besides, for at most 8 registrations and 32 MiB (one registration ahead, whatever it
+    /// holds). Takes effect at once.
     #[key(dynamic)]
     server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
     /// The most bytes of answers one connection may

@@ -9,7 +9,7 @@
 use remoting::body::compressed::BodyLimits;
 use remoting::body::difference::Skimmed;
 use remoting::body::register_digest::digest_fields;
-use remoting::body::{BodyError, RegisterBrokerBody};
+use remoting::body::{BodyError, RegisterBrokerBody, TopicConfig};
 use remoting::headers::{RegisterBrokerRequestHeader, ZONE_NAME};
 use remoting::RemotingCommand;
 
@@ -22,6 +22,31 @@ use crate::state::State;
 pub(super) struct Ahead {
     pub skimmed: Option<Skimmed>,
     pub body: Option<(BodyLimits, Result<RegisterBrokerBody, BodyError>)>,
+    /// The bytes it holds besides the request's frame ([`Ahead::held_bytes`]).
+    pub held: usize,
+}
+
+impl Ahead {
+    /// The bytes it holds besides the request's frame (charged to the frame budget already),
+    /// for the lane's bound on what is prepared ahead: the skim's (with the fixed part of a
+    /// difference decoded ahead), and what was decoded: its strings, at most the JSON they came
+    /// from (the body, or a compressed one's inflated cap), and a fixed size per topic.
+    fn held_bytes(&self, body: usize, compressed: bool) -> usize {
+        let skimmed = self.skimmed.as_ref().map_or(0, Skimmed::held_bytes);
+        let json = |limits: &BodyLimits| match compressed {
+            true => usize::try_from(limits.max_inflated).unwrap_or(usize::MAX),
+            false => body,
+        };
+        let decoded = match &self.body {
+            Some((limits, Ok(decoded))) => {
+                let topics = decoded.topic_config_serialize_wrapper.topic_config_table.len();
+                json(limits).saturating_add(topics * std::mem::size_of::<(String, TopicConfig)>())
+            }
+            Some((_, Err(_))) => 0,
+            None => body, // a difference decoded ahead: its strings
+        };
+        skimmed.saturating_add(decoded)
+    }
 }
 
 /// The work of the module docs, as the tables and the config are now.
@@ -43,5 +68,7 @@ pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
         _ => false,
     };
     let body = (!differs).then(|| (limits, register_body(request, compressed, limits)));
-    Ahead { skimmed, body }
+    let mut ahead = Ahead { skimmed, body, held: 0 };
+    ahead.held = ahead.held_bytes(request.body_bytes().len(), compressed);
+    ahead
 }

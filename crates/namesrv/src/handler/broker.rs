@@ -123,7 +123,8 @@ pub async fn register(
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     let prepare = move || {
         let ahead = prepare(&lane_state, &request);
-        (lane_state, request, ahead)
+        let held = ahead.held;
+        ((lane_state, request, ahead), held)
     };
     let apply = move |(state, request, ahead): (Arc<State>, RemotingCommand, Ahead)| {
         register_now(&state, &conn, &request, (Publish::WithBatch, digested, ahead))
@@ -643,6 +644,8 @@ mod tests {
         let first = registration(2_000, 1);
         let ahead = prepare(&state, &first);
         assert!(ahead.skimmed.is_some());
+        // What it holds counts toward the lane's bound: its JSON and more.
+        assert!(ahead.held > first.body_bytes().len(), "{} held", ahead.held);
         let (within, body) = ahead.body.expect("decoded ahead");
         assert_eq!(within, body_limits(&state.config.load()));
         let topics = body.expect("decodes").topic_config_serialize_wrapper.topic_config_table;
@@ -650,6 +653,7 @@ mod tests {
         assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);
         let next = prepare(&state, &registration(2_001, 2));
         assert!(next.body.is_none() && next.skimmed.is_some(), "a difference now");
+        assert!(next.held > 2_001 * 32, "the skim's places and digests: {} held", next.held);
 
         // Another broker's first registration, decoded ahead; then the topic cap is lowered.
         let mut other = registration(300, 1);

@@ -74,6 +74,19 @@ impl Skimmed {
         &self.digests.base
     }
 
+    /// The bytes it holds besides the body: each entry's place and digests, and the entries
+    /// decoded ahead (their strings at most the body's bytes, counted by the caller).
+    pub fn held_bytes(&self) -> usize {
+        let per_entry = std::mem::size_of::<(Range<usize>, Range<usize>)>() + 3 * 8;
+        let decoded = match &self.ahead {
+            Some((_, _, Some(changed))) => {
+                changed.len() * std::mem::size_of::<(String, TopicConfig)>()
+            }
+            _ => 0,
+        };
+        self.entries.len() * per_entry + decoded
+    }
+
     /// The number of topic-table entries in the body.
     pub fn topics(&self) -> usize {
         self.entries.len()
