@@ -381,11 +381,7 @@ mod tests {
     /// both stages keep the order the jobs came in.
     #[tokio::test]
     async fn a_pipelined_lane_prepares_the_next_job_while_one_is_applied() {
-        let lane = Arc::new(Lane::pipelined(1, LANE_NICE, Arc::new(|| ())));
-        let (prepared_tx, prepared_rx) = std::sync::mpsc::channel::<()>();
-        let waited = move |()| prepared_rx.recv_timeout(Duration::from_secs(5)).is_ok();
-        let mut first = Box::pin(lane.run_prepared(|| ((), 0), waited));
-        assert!(poll_once(first.as_mut()).await.is_none(), "sent, and waiting in its apply");
+        let (lane, prepared_tx, first) = lane_held_in_an_apply().await;
         let second = lane.run_prepared(move || (prepared_tx.send(()).is_ok(), 0), |sent| sent);
         assert!(second.await.expect("ran"), "the second job's prepare ran");
         assert!(first.await.expect("ran"), "the second was prepared while the first applied");
@@ -427,11 +423,7 @@ mod tests {
     /// much; one job is prepared ahead whatever it holds.
     #[tokio::test]
     async fn what_is_prepared_ahead_is_bounded_in_bytes() {
-        let lane = Arc::new(Lane::pipelined(1, LANE_NICE, Arc::new(|| ())));
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let held = move |()| release_rx.recv_timeout(Duration::from_secs(5)).is_ok();
-        let mut first = Box::pin(lane.run_prepared(|| ((), 0), held));
-        assert!(poll_once(first.as_mut()).await.is_none(), "sent, and held in its apply");
+        let (lane, release_tx, first) = lane_held_in_an_apply().await;
         let (prepared_tx, prepared_rx) = std::sync::mpsc::channel::<u32>();
         let stage = |i: u32, bytes: usize, tx: std::sync::mpsc::Sender<u32>| {
             move || (tx.send(i).expect("seen"), bytes)
@@ -450,6 +442,25 @@ mod tests {
         assert!(first.await.expect("ran"));
         assert_eq!(prepared_rx.recv_timeout(wait), Ok(3), "prepared once the second was taken");
         assert_eq!((second.await.expect("ran"), third.await.expect("ran")), (2, 3));
+    }
+
+    /// A pipelined lane of one thread whose first job waits in its apply until the sender is
+    /// used (or 5 s pass: then it answers false).
+    async fn lane_held_in_an_apply() -> (
+        Arc<Lane>,
+        std::sync::mpsc::Sender<()>,
+        impl std::future::Future<Output = Result<bool, LaneStopped>>,
+    ) {
+        let lane = Arc::new(Lane::pipelined(1, LANE_NICE, Arc::new(|| ())));
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let held = move |()| release_rx.recv_timeout(Duration::from_secs(5)).is_ok();
+        let first = {
+            let lane = Arc::clone(&lane);
+            async move { lane.run_prepared(|| ((), 0), held).await }
+        };
+        let mut first = Box::pin(first);
+        assert!(poll_once(first.as_mut()).await.is_none(), "sent, and waiting in its apply");
+        (lane, release_tx, first)
     }
 
     /// Polls `future` once (so that a lane job is sent before the next one is made).
