@@ -222,12 +222,18 @@ class Run:
         self.record("brokers started -> master in route (s)", "%.1f" % (time.time() - t1))
         c.check(mc[0] is not None and mc[0] >= 1 and mc[2] >= 1,
                 "controller: master broker id %s (assigned by the controller), master epoch %s" % (mc[0], mc[2]))
-        reps = w.replicas() or {}
-        id_addr = {str(r.get("brokerId")): r.get("brokerAddress")
-                   for r in (reps.get("inSyncReplicas") or []) + (reps.get("notInSyncReplicas") or [])}
         slaves = {k: v for k, v in m.items() if k != "0"}
-        c.check(len(id_addr) == 3 and id_addr.get(str(mc[0])) == m["0"]
-                and all(id_addr.get(k) == v for k, v in slaves.items()),
+
+        def ids_match():
+            reps = w.replicas() or {}
+            id_addr = {str(r.get("brokerId")): r.get("brokerAddress")
+                       for r in (reps.get("inSyncReplicas") or []) + (reps.get("notInSyncReplicas") or [])}
+            ok = (len(id_addr) == 3 and id_addr.get(str(mc[0])) == m["0"]
+                  and all(id_addr.get(k) == v for k, v in slaves.items()))
+            return ok, id_addr
+        # The controller may list a slave a moment after the route does.
+        ok, id_addr = wait_until(lambda: (lambda r: r if r[0] else None)(ids_match()), 15, 0.3) or ids_match()
+        c.check(ok,
                 "the route's slave ids %s are the controller's broker ids of those brokers (controller: %s)" % (
                     sorted(slaves), id_addr))
         full = wait_until(lambda: (lambda x: x if x and len(x[3]) == 3 else None)(w.master_in_controller()), 120, 0.5)
@@ -236,41 +242,68 @@ class Run:
         self.record("brokers started -> sync-state set of 3 (s)", "%.1f" % (time.time() - t1))
 
     def admin(self, phase):
-        """Java mqadmin getControllerMetaData / getSyncStateSet against a follower controller."""
+        """Java mqadmin getControllerMetaData / getSyncStateSet against a follower controller. The
+        controllers' and the route's view may move while a JVM starts (a slave joins the sync-state
+        set, a new leader catches up), so each comparison is made again, up to three times, before
+        it counts as a failure."""
         c, w, env = self.c, self.w, self.env
         ld = w.wait_leader(30)
         c.require(ld, "controllers agree on a leader (%s)" % phase)
-        leader = ld[0]
-        follower = next(n for n in w.nodes if n.alive() and n is not leader)
         ver = GEN_VERSION["c"]
-        rc, out = env.mqadmin(["getControllerMetaData", "-a", follower.addr], ns=self.ns(), gen="c")
-        lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln
-                     and not ln.startswith("#Peer"))
-        peers = [ln.split("\t", 1)[1].strip() for ln in out.splitlines() if ln.startswith("#Peer:")]
-        ok = (lines.get("#ControllerGroup", "").strip() == w.group
-              and lines.get("#ControllerLeaderAddress", "").strip() == leader.addr
-              and lines.get("#ControllerLeaderId", "").strip() == leader.id
-              and len(peers) == 3 and all(n.addr in " ".join(peers) for n in w.nodes))
-        c.check(rc == 0 and ok, "%s: Java %s mqadmin getControllerMetaData -a <follower %s> shows group %s, "
-                                "leader %s %s, 3 peers" % (phase, ver, follower.id, w.group, leader.id, leader.addr))
+
+        def metadata_once():
+            ld = w.wait_leader(10)
+            if ld is None:
+                return False, None, "no leader agreed", ""
+            leader = ld[0]
+            follower = next(n for n in w.nodes if n.alive() and n is not leader)
+            rc, out = env.mqadmin(["getControllerMetaData", "-a", follower.addr], ns=self.ns(), gen="c")
+            lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln
+                         and not ln.startswith("#Peer"))
+            peers = [ln.split("\t", 1)[1].strip() for ln in out.splitlines() if ln.startswith("#Peer:")]
+            ok = (rc == 0 and lines.get("#ControllerGroup", "").strip() == w.group
+                  and lines.get("#ControllerLeaderAddress", "").strip() == leader.addr
+                  and lines.get("#ControllerLeaderId", "").strip() == leader.id
+                  and len(peers) == 3 and all(n.addr in " ".join(peers) for n in w.nodes))
+            return ok, follower, "follower %s> shows group %s, leader %s %s, 3 peers" % (
+                follower.id, w.group, leader.id, leader.addr), out
+
+        ok, follower, what, out = self.settled(metadata_once)
+        c.check(ok, "%s: Java %s mqadmin getControllerMetaData -a <%s" % (phase, ver, what))
         if not ok:
             c.note(tail(out))
-        mc = w.master_in_controller()
-        rt = w.route_members(self.topic) or w.route_members(CTRL_CLUSTER) or {}
-        rc, out = env.mqadmin(["getSyncStateSet", "-a", follower.addr, "-b", CTRL_BROKER], ns=self.ns(), gen="c")
-        lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln)
-        in_sync = [ln for ln in out.splitlines() if ln.startswith("InSyncReplica:")]
-        ok = (mc is not None and lines.get("#brokerName", "").strip() == CTRL_BROKER
-              and lines.get("#MasterAddr", "").strip() == rt.get("0")
-              and lines.get("#MasterBrokerId", "").strip() == str(mc[0])
-              and lines.get("#SyncStateSetNums", "").strip() == str(len(mc[3])) == str(len(in_sync)))
-        c.check(rc == 0 and ok, "%s: Java %s mqadmin getSyncStateSet -a <follower> -b %s shows master id %s at %s "
-                                "(the route's id 0) and %d in-sync replicas" % (
-                                    phase, ver, CTRL_BROKER, mc and mc[0], rt.get("0"), len(mc[3]) if mc else -1))
-        if not ok:
-            c.note(tail(out))
+
+        def sync_state_once():
+            mc = w.master_in_controller()
+            rt = w.route_members(self.topic) or w.route_members(CTRL_CLUSTER) or {}
+            rc, out = env.mqadmin(["getSyncStateSet", "-a", follower.addr, "-b", CTRL_BROKER], ns=self.ns(),
+                                  gen="c")
+            lines = dict(ln.split("\t", 1) for ln in out.splitlines() if ln.startswith("#") and "\t" in ln)
+            in_sync = [ln for ln in out.splitlines() if ln.startswith("InSyncReplica:")]
+            ok = (rc == 0 and mc is not None and lines.get("#brokerName", "").strip() == CTRL_BROKER
+                  and lines.get("#MasterAddr", "").strip() == rt.get("0")
+                  and lines.get("#MasterBrokerId", "").strip() == str(mc[0])
+                  and lines.get("#SyncStateSetNums", "").strip() == str(len(mc[3])) == str(len(in_sync)))
+            return ok, None, "shows master id %s at %s (the route's id 0) and %d in-sync replicas" % (
+                mc and mc[0], rt.get("0"), len(mc[3]) if mc else -1), out
+
+        if follower is not None:
+            ok, _, what, out = self.settled(sync_state_once)
+            c.check(ok, "%s: Java %s mqadmin getSyncStateSet -a <follower> -b %s %s" % (phase, ver, CTRL_BROKER, what))
+            if not ok:
+                c.note(tail(out))
         if phase == "after start":
             self.broker_epochs()
+
+    def settled(self, once, attempts=3):
+        """`once()` -> (ok, ...): its first result that is ok, or its last; a second apart."""
+        for i in range(attempts):
+            result = once()
+            if result[0] or i == attempts - 1:
+                return result
+            self.c.note("not yet as expected; asking again in 1 s")
+            time.sleep(1)
+        return result
 
     def access_control(self):
         """With access control on: what only an operator or the group's own broker may do is
@@ -326,14 +359,18 @@ class Run:
     def broker_epochs(self):
         """Java's and our mqadmin getBrokerEpoch -b list the same epochs for the three brokers."""
         c, w, env = self.c, self.w, self.env
-        rc, jout = env.mqadmin(["getBrokerEpoch", "-b", CTRL_BROKER], ns=self.ns(), gen="c")
-        java = epochs_by_addr(jout)
-        argv = [env.artifacts.rust_mqadmin(), "getBrokerEpoch", "-b", CTRL_BROKER, "-n", self.ns()]
-        rrc, rout, _ = env.procs.run("mqadmin-rust-getBrokerEpoch", argv, 60)
-        ours = epochs_by_addr(rout)
-        addrs = {b.addr for b in w.brokers}
-        ok = (rc == 0 and rrc == 0 and set(java) == addrs and all(java.values())
-              and settled_epochs(java) == settled_epochs(ours))
+
+        def once():
+            rc, jout = env.mqadmin(["getBrokerEpoch", "-b", CTRL_BROKER], ns=self.ns(), gen="c")
+            java = epochs_by_addr(jout)
+            argv = [env.artifacts.rust_mqadmin(), "getBrokerEpoch", "-b", CTRL_BROKER, "-n", self.ns()]
+            rrc, rout, _ = env.procs.run("mqadmin-rust-getBrokerEpoch", argv, 60)
+            ours = epochs_by_addr(rout)
+            addrs = {b.addr for b in w.brokers}
+            ok = (rc == 0 and rrc == 0 and set(java) == addrs and all(java.values())
+                  and settled_epochs(java) == settled_epochs(ours))
+            return ok, java, ours, jout, rout
+        ok, java, ours, jout, rout = self.settled(once)
         c.check(ok, "Java %s and our mqadmin getBrokerEpoch -b %s list the same epochs for the 3 brokers "
                     "(Java %s, ours %s)" % (GEN_VERSION["c"], CTRL_BROKER, java, ours))
         if not ok:
@@ -475,7 +512,7 @@ class Run:
         ld = w.wait_leader(30)
         c.require(ld, "controllers agree on a leader before its kill")
         old = ld[0]
-        before = w.master_in_controller()
+        before = wait_until(w.master_in_controller, 10, 0.2)
         before_m = self.snapshot("before the controller leader's kill")
         survivors = [n for n in w.nodes if n.alive() and n is not old]
         watcher = self.watch(survivors, 15) if before_m else None
@@ -488,14 +525,17 @@ class Run:
         c.require(new, "a new controller leader among the two left")
         self.record("controller leader kill -> new leader (ms)", t_new - t_kill)
         c.note("new controller leader %s (%s)" % (new[0].id, new[0].addr))
-        after = w.master_in_controller()
+        # A new leader may answer before it has caught up with the log: give it 10 s.
+        after = wait_until(lambda: (lambda m: m if m and before and m[:3] == before[:3] else None)(
+            w.master_in_controller()), 10, 0.2) or w.master_in_controller()
         c.check(after and before and after[:3] == before[:3],
                 "the new leader knows the same master (id, address, epoch %s)" % (after and after[:3],))
         cont = wait_until(lambda: len(acked_since(self.producer, t_kill)) >= 50, 60, 0.3)
         c.check(cont, "brokers keep working: 50 acknowledged sends after the controller leader's kill")
         gap, failed = gap_around(self.producer, t_kill, now_ms())
         self.record("controller leader kill: failed sends / longest gap without an ack (ms)", "%d / %s" % (failed, gap))
-        rt = w.route_members(self.topic) or {}
+        rt = wait_until(lambda: (lambda r: r if r and before and r.get("0") == before[1] else None)(
+            w.route_members(self.topic)), 10, 0.2) or w.route_members(self.topic) or {}
         c.check(before and rt.get("0") == before[1], "the route still shows the same master %s" % rt.get("0"))
         if watcher:
             self.leader_kill_metrics(old, survivors, before_m, watcher)
