@@ -136,17 +136,20 @@ async fn with_budget(frame_max: usize, budget: usize) -> TestServer {
 }
 
 #[tokio::test]
-async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way() {
+async fn a_large_frame_holds_what_arrived_not_the_length_it_announces() {
     let server = with_budget(2 * MIB, 2 * MIB).await;
     let budget = &server.state.limits.pending_frame_bytes;
     let used = || budget.used() as usize;
-    // 100 KB of a 1.5 MB frame: its whole length is held (one allocation, no doubling steps).
-    let frame = big_frame(1_500_000);
+    // 100 KB of a 2.08 MB frame: its buffer, at most twice that, is held; not its length.
+    let frame = big_frame(2_080_000);
+    let payload = frame.len() - 4;
     let mut a = server.connect_raw().await;
     a.write(&frame[..100_000]).await;
-    let payload = frame.len() - 4;
-    until("the whole frame to be held", || used() >= payload).await;
-    assert_eq!(used(), payload, "exactly the frame's payload held");
+    until("A's first bytes to be held", || used() > 0).await;
+    assert!(used() <= 2 * 100_000 + 64 * 1024, "{} held for 100 KB", used());
+    // Nearly all of it: the buffer has grown to the frame's length.
+    a.write(&frame[100_000..2_000_000]).await;
+    until("A's buffer to be the frame's length", || used() == payload).await;
     // A second one does not fit beside it: it waits for room, holding nothing and reading no
     // more (#25: a body over the budget must wait, not be refused).
     let mut b = server.connect_raw().await;
@@ -154,13 +157,44 @@ async fn a_large_frame_takes_its_whole_room_from_the_budget_once_it_is_under_way
     until("B to wait for room", || budget.waiters() == 1).await;
     assert_eq!(used(), payload, "B holds nothing while it waits");
     assert_eq!(server.state.limits.trigger_count(Cap::PendingFrameBytes), 1);
-    a.write(&frame[100_000..]).await;
+    a.write(&frame[2_000_000..]).await;
     assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
-    // A's room given back: B takes it, reads on, and is answered.
-    until("B to take the room", || budget.waiters() == 0 && used() == payload).await;
+    // A's room given back: B takes its turn, reads on, and is answered.
+    until("B to take the room", || budget.waiters() == 0).await;
     b.write(&frame[100_000..]).await;
     assert_eq!(common::decode(&b.read_frame().await.expect("B answered")).code, 17);
     until("the budget to be given back", || used() == 0).await;
+}
+
+/// The partial-frame budget never takes a sender's word for its frame's length: 32 senders
+/// that announce 16 MiB frames, send 20 KB and stall hold their buffers (under 128 KiB each),
+/// not 32 × 16 MiB, and a broker's 8 MB registration-sized frame goes through beside them. (When
+/// the announced length was taken, the first stalled sender held the whole budget and the
+/// others, and the 8 MB frame, waited for its frame deadline.)
+#[tokio::test]
+async fn senders_that_announce_long_frames_and_stall_hold_only_what_they_sent() {
+    let server = with_budget(16 * MIB, 16 * MIB).await;
+    let budget = &server.state.limits.pending_frame_bytes;
+    let mut announced = (16 * MIB as u32 - 4).to_be_bytes().to_vec();
+    announced.extend_from_slice(&[0u8; 20_000]);
+    let mut stalled = Vec::new();
+    for _ in 0..32 {
+        let mut c = server.connect_raw().await;
+        c.write(&announced).await;
+        stalled.push(c);
+    }
+    until("the stalled senders' buffers to be held", || budget.used() >= 32 * 32 * 1024).await;
+    sleep(Duration::from_millis(100)).await;
+    let held = budget.used() as usize;
+    assert!(held <= 32 * 128 * 1024, "{held} bytes held for 32 × 20 KB sent");
+    assert_eq!(budget.waiters(), 0, "nobody waits for room");
+    let frame = big_frame(8_000_000);
+    let mut honest = server.connect_raw().await;
+    honest.write(&frame).await;
+    let answer = tokio::time::timeout(Duration::from_secs(20), honest.read_frame()).await;
+    assert_eq!(common::decode(&answer.expect("in time").expect("answered")).code, 17);
+    drop(stalled);
+    until("the budget to be given back", || budget.used() == 0).await;
 }
 
 #[tokio::test]
@@ -168,25 +202,34 @@ async fn large_partial_frames_leave_a_quarter_of_the_budget_to_ordinary_frames()
     let server = with_budget(2 * MIB, 4 * MIB).await;
     let budget = &server.state.limits.pending_frame_bytes;
     let used = || budget.used() as usize;
-    // A holds a 1.9 MB frame, B would take the large frames to 3.8 MB of the 4 MiB: over the
-    // three quarters they may hold, so B waits though the budget has room.
+    // A holds a 1.9 MB frame. B's would take the large frames to 3.8 MB of the 4 MiB: over the
+    // three quarters they may hold, so B, under way, takes the budget's overdraft (one frame
+    // at a time may pass the limit, so that frames under way never wait on one another).
     let big = big_frame(1_900_000);
     let mut a = server.connect_raw().await;
-    a.write(&big[..100_000]).await;
+    a.write(&big[..1_800_000]).await;
     until("A's frame to be held", || used() >= big.len() - 4).await;
     let mut b = server.connect_raw().await;
-    b.write(&big[..100_000]).await;
-    until("B to wait for room", || budget.waiters() == 1).await;
-    // An ordinary frame (under 1 MiB) still gets its room, and is answered.
+    b.write(&big[..1_800_000]).await;
+    until("B's frame to be held on the overdraft", || used() >= 2 * (big.len() - 4)).await;
+    assert!(budget.overdraft_in_use());
+    // An ordinary frame (under 1 MiB) still gets its quarter, and is answered.
     let small = big_frame(900_000);
     let mut c = server.connect_raw().await;
     c.write(&small).await;
     assert_eq!(common::decode(&c.read_frame().await.expect("C answered")).code, 17);
-    assert_eq!(budget.waiters(), 1, "B still waits");
-    a.write(&big[100_000..]).await;
-    assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
-    b.write(&big[100_000..]).await;
+    // A third large frame under way waits: the overdraft is B's until B is answered.
+    let mut d = server.connect_raw().await;
+    d.write(&big[..1_800_000]).await;
+    until("D to wait for room", || budget.waiters() == 1).await;
+    b.write(&big[1_800_000..]).await;
     assert_eq!(common::decode(&b.read_frame().await.expect("B answered")).code, 17);
+    until("D to go on", || budget.waiters() == 0).await;
+    for conn in [&mut a, &mut d] {
+        conn.write(&big[1_800_000..]).await;
+        assert_eq!(common::decode(&conn.read_frame().await.expect("answered")).code, 17);
+    }
+    until("the budget to be given back", || used() == 0 && !budget.overdraft_in_use()).await;
 }
 
 #[tokio::test]
@@ -195,10 +238,10 @@ async fn partial_frames_share_one_budget_and_those_passing_it_wait_their_turn() 
     let budget = &server.state.limits.pending_frame_bytes;
     let used = || budget.used() as usize;
 
-    // A holds its 800 KB frame once 400 KB of it arrived.
-    let frame = big_frame(800_000);
+    // A holds its 1.03 MB frame once 1 MB of it arrived.
+    let frame = big_frame(1_030_000);
     let mut a = server.connect_raw().await;
-    a.write(&frame[..400_000]).await;
+    a.write(&frame[..1_000_000]).await;
     until("A's frame to be held", || used() >= frame.len() - 4).await;
 
     // B and C would each take the total over the 1 MiB budget: both wait; A is unaffected.
@@ -212,9 +255,9 @@ async fn partial_frames_share_one_budget_and_those_passing_it_wait_their_turn() 
     // A polite client is served meanwhile; A completes and is answered.
     let mut polite = server.connect().await;
     assert_eq!(polite.call(ping()).await.code, 0);
-    a.write(&frame[400_000..]).await;
+    a.write(&frame[1_000_000..]).await;
     assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
-    // Then B and C, one after the other (never both at once: the budget holds one frame).
+    // Then B and C, each in its turn (past the budget by one frame at most, on its overdraft).
     let rest = &frame[100_000..];
     let (b_answer, c_answer) = tokio::join!(
         async {
@@ -242,11 +285,11 @@ async fn a_frame_waiting_for_room_is_not_timed_until_it_is_let_on() {
     })
     .await;
     let budget = &server.state.limits.pending_frame_bytes;
-    let frame = big_frame(1_500_000);
+    let frame = big_frame(2_080_000);
     // A takes the room at 0 s and stalls: its frame deadline closes it at 10 s.
     let mut a = server.connect_raw().await;
-    a.write(&frame[..100_000]).await;
-    until("A's frame to be held", || budget.used() > 0).await;
+    a.write(&frame[..2_000_000]).await;
+    until("A's frame to be held", || budget.used() as usize == frame.len() - 4).await;
     sleep(Duration::from_secs(5)).await;
     // B begins at 5 s and waits until A's room is given back at 10 s.
     let mut b = server.connect_raw().await;

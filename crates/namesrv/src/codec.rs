@@ -22,10 +22,6 @@ use transport::room::Room;
 /// ordinary request split across two reads never does.
 const FREE_BYTES: usize = 16 * 1024;
 
-/// Spare room a waiting connection's buffer keeps past what arrived (the frame reader asks for
-/// a byte more before it reads, which would otherwise double a full buffer).
-const WAIT_ROOM: usize = 8 * 1024;
-
 /// A partial frame holding more than this is large: large frames together may hold at most
 /// three quarters of the budget, so that a stall of large frames (an attack, or a burst of huge
 /// registrations) always leaves room for ordinary requests and broker registrations.
@@ -113,6 +109,10 @@ impl Decoder for ServerCodec {
             self.started = None;
             // A frame that held part of the budget keeps it until it is answered: its body may
             // wait for the registration lane meanwhile (`Connection::handle` drops the hold).
+            // So does a frame that took the overdraft: it passes it on once answered.
+            if let Some(overdraft) = self.room.frame_done() {
+                self.held.carry_overdraft(overdraft);
+            }
             if self.held.bytes() > 0 {
                 let next = Held::new(&self.state.limits.pending_frame_bytes);
                 self.answering = Some(std::mem::replace(&mut self.held, next));
@@ -125,48 +125,52 @@ impl Decoder for ServerCodec {
             return Ok(None);
         }
         self.started.get_or_insert_with(Instant::now);
-        if self.reserve_large_frame(src) {
-            let holding = if src.capacity() > FREE_BYTES { src.capacity() as u64 } else { 0 };
-            self.hold(holding, src);
+        let wanted = self.capacity_wanted(src);
+        let holding = if wanted > FREE_BYTES { wanted as u64 } else { 0 };
+        if self.hold(holding) && wanted > src.capacity() {
+            // Exactly this size (`reserve` may double the capacity instead).
+            let mut grown = BytesMut::with_capacity(wanted);
+            grown.extend_from_slice(src);
+            *src = grown;
         }
         Ok(None)
     }
 }
 
 impl ServerCodec {
-    /// Once more than [`FREE_BYTES`] of a frame that does not fit the buffer have arrived, makes
-    /// room for the whole frame in one allocation, taken from the budget first. Growing by
-    /// doubling instead copies a 16 MB frame some ten times and leaves each smaller step to the
-    /// allocator, which may keep it resident: 16 connections stalled at 8 of 16 MB grew the
-    /// process by twice the budget. False when the connection now waits for room instead.
-    fn reserve_large_frame(&mut self, src: &mut BytesMut) -> bool {
-        // The inner codec has read the length prefix; `src` holds the payload so far.
-        let Some(payload) = self.inner.pending_len() else {
-            return true;
-        };
-        if src.len() <= FREE_BYTES || payload <= src.capacity() {
-            return true;
+    /// The capacity the partial frame's buffer should have now: twice what it has, up to the
+    /// frame's length, once more than half of it (and more than [`FREE_BYTES`]) arrived; else
+    /// what it has. So the buffer is at most twice what arrived (a sender pays for the room it
+    /// holds with the bytes it sends: the length it announces is never taken on trust), and it
+    /// grows before it is full: a connection that waits for room still has room for the frame
+    /// reader's next read (which would otherwise double a full buffer, unaccounted).
+    fn capacity_wanted(&self, src: &BytesMut) -> usize {
+        let capacity = src.capacity();
+        match self.inner.pending_len() {
+            Some(payload) if payload > capacity && src.len() > FREE_BYTES.max(capacity / 2) => {
+                payload.min(capacity.saturating_mul(2).max(2 * FREE_BYTES))
+            }
+            _ => capacity,
         }
-        if !self.hold(payload as u64, src) {
-            return false;
-        }
-        // Exactly this size (`reserve` may double the capacity instead).
-        let mut room = BytesMut::with_capacity(payload);
-        room.extend_from_slice(src);
-        *src = room;
-        true
     }
 
-    /// Holds `holding` bytes of the budget for this connection's partial frame. When that
-    /// would pass the limit, gives back all it held, keeps what arrived in a buffer of its
-    /// size, and waits for room ([`Room::wait_for`]): false.
-    fn hold(&mut self, holding: u64, src: &mut BytesMut) -> bool {
+    /// Holds `holding` bytes of the budget for this connection's partial frame. When taking
+    /// more would pass the limit, keeps what it holds and waits for the rest
+    /// ([`Room::wait_for`]; a frame already under way may take the overdraft then): false.
+    fn hold(&mut self, holding: u64) -> bool {
+        if self.room.has_overdraft() {
+            self.held.set(holding, u64::MAX);
+            return true;
+        }
         let config = self.state.config.load();
         let budget = u64::try_from(config.server_max_pending_frame_bytes).unwrap_or(u64::MAX);
+        let longest = u64::try_from(config.frame_max_length).unwrap_or(0);
         let limit = if holding > LARGE_BYTES {
             // Still room for one longest frame when the budget is set that low.
-            let longest = u64::try_from(config.frame_max_length).unwrap_or(0).min(budget);
-            (budget - budget / 4).max(longest)
+            (budget - budget / 4).max(longest.min(budget))
+        } else if self.state.limits.pending_frame_bytes.overdraft_in_use() {
+            // The frame on the overdraft does not eat the ordinary frames' quarter.
+            budget.saturating_add(longest)
         } else {
             budget
         };
@@ -179,22 +183,20 @@ impl ServerCodec {
             Cap::PendingFrameBytes,
             self.state.uptime_ms(),
             format_args!(
-                "{} bytes held for partial frames; a connection needing {holding} waits for \
-                 room (serverMaxPendingFrameBytes {limit})",
-                self.state.limits.pending_frame_bytes.used()
+                "{} bytes held for partial frames; a connection holding {} and needing {holding} \
+                 waits for room (serverMaxPendingFrameBytes {limit})",
+                self.state.limits.pending_frame_bytes.used(),
+                self.held.bytes()
             ),
         );
-        self.held.set(0, u64::MAX);
-        let by_capacity = holding == src.capacity() as u64;
-        if src.capacity() > src.len() + WAIT_ROOM {
-            let mut kept = BytesMut::with_capacity(src.len() + WAIT_ROOM);
-            kept.extend_from_slice(src);
-            *src = kept;
+        let under_way = self.held.bytes() > 0;
+        self.room.wait_for(holding.saturating_sub(self.held.bytes()), limit, under_way);
+        // A frame that holds nothing while it waits is timed from when it is let on. One under
+        // way keeps its deadline: it holds room meanwhile (stalled senders that filled the
+        // budget all reach their deadlines together, not one after another).
+        if !under_way {
+            self.started = None;
         }
-        // A buffer's hold is for its capacity, which may have shrunk just now.
-        let wanted = if by_capacity { src.capacity() as u64 } else { holding }.min(limit);
-        self.room.wait_for(wanted, limit);
-        self.started = None;
         false
     }
 }
@@ -213,8 +215,29 @@ mod tests {
     use crate::config::Config;
     use remoting::RequestCode;
 
+    /// Feeds `bytes` to the codec as `Framed` does: each read fills at most the buffer's spare
+    /// room (a full buffer is grown by a byte's reserve first), then decodes.
+    fn feed(
+        codec: &mut ServerCodec,
+        src: &mut BytesMut,
+        mut bytes: &[u8],
+    ) -> Option<RemotingCommand> {
+        let mut decoded = None;
+        while !bytes.is_empty() {
+            assert!(!codec.waiting_for_room(), "no read while waiting");
+            if src.len() == src.capacity() {
+                src.reserve(1);
+            }
+            let n = bytes.len().min(src.capacity() - src.len());
+            src.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            decoded = codec.decode(src).expect("decode").or(decoded);
+        }
+        decoded
+    }
+
     #[test]
-    fn a_frame_holds_its_part_of_the_budget_until_it_is_answered() {
+    fn a_frame_holds_at_most_twice_what_arrived_and_its_buffer_until_it_is_answered() {
         let dir = tempfile::tempdir().expect("dir");
         let config = Config {
             kv_config_path: dir.path().join("kv.json").to_string_lossy().into_owned(),
@@ -225,17 +248,25 @@ mod tests {
         let room = Room::new(budget);
         let mut codec = ServerCodec::new(&state, &room);
         let request =
-            RemotingCommand::request(RequestCode::RegisterBroker).with_body(vec![b'x'; 100_000]);
+            RemotingCommand::request(RequestCode::RegisterBroker).with_body(vec![b'x'; 3_000_000]);
         let frame = remoting::frame::encode_to_bytes(&request).expect("encode");
         let payload = frame.len() as u64 - 4;
 
-        let mut src = BytesMut::from(&frame[..40_000]);
-        assert!(codec.decode(&mut src).expect("decode").is_none());
-        assert_eq!(budget.used(), payload, "its whole length, once under way");
-        src.extend_from_slice(&frame[40_000..]);
-        let decoded = codec.decode(&mut src).expect("decode").expect("the frame");
-        assert_eq!(decoded.body_bytes().len(), 100_000);
-        assert_eq!(budget.used(), payload, "held while the frame is handled");
+        // The frame announces 3 MB; what is held follows what arrived, never the announcement.
+        let mut src = BytesMut::with_capacity(8 * 1024);
+        let mut arrived = 0;
+        for step in [20_000, 30_000, 450_000, 500_000] {
+            assert!(feed(&mut codec, &mut src, &frame[arrived..arrived + step]).is_none());
+            arrived += step;
+            let used = budget.used();
+            // (Up to 64 KiB the frame reader grows the buffer by its own steps.)
+            let most = (2 * arrived as u64).max(128 * 1024);
+            assert!(used > 0 && used <= most, "{used} held for {arrived} arrived");
+            assert_eq!(used, src.capacity() as u64, "the buffer's capacity, exactly");
+        }
+        let decoded = feed(&mut codec, &mut src, &frame[arrived..]).expect("the frame");
+        assert_eq!(decoded.body_bytes().len(), 3_000_000);
+        assert_eq!(budget.used(), payload, "its buffer, grown to the frame, held while handled");
         let answering = codec.take_answering().expect("held");
         assert!(codec.take_answering().is_none());
         assert!(codec.decode(&mut src).expect("decode").is_none());

@@ -20,6 +20,9 @@ pub struct Budget {
     line: Mutex<VecDeque<u64>>,
     next_ticket: AtomicU64,
     room: Arc<Notify>,
+    /// The one holder that may take past the limit ([`Budget::claim_overdraft`]; 0: none).
+    overdraft: AtomicU64,
+    next_holder: AtomicU64,
 }
 
 impl Budget {
@@ -49,9 +52,66 @@ impl Budget {
         ticket
     }
 
-    /// Takes `bytes` for `ticket` if it is first in line and they fit within `limit`.
-    pub fn try_take_in_turn(&self, ticket: u64, bytes: u64, limit: u64) -> bool {
-        self.line.lock().front() == Some(&ticket) && self.try_take(bytes, limit)
+    /// Takes `bytes` for `ticket` if it is first in line and they fit within `limit`; or, for a
+    /// `holder` that already holds part of the budget (a frame under way), wherever it is in
+    /// line, past the limit when it has or can claim the overdraft.
+    pub fn try_take_in_turn(
+        &self,
+        ticket: u64,
+        bytes: u64,
+        limit: u64,
+        under_way: Option<u64>,
+    ) -> bool {
+        if self.line.lock().front() == Some(&ticket) && self.try_take(bytes, limit) {
+            return true;
+        }
+        match under_way {
+            Some(holder) if self.claim_overdraft(holder) => {
+                self.take(bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes `bytes` whatever the limit (for the holder of the overdraft).
+    pub fn take(&self, bytes: u64) {
+        self.used.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// A number naming one holder (never 0), for [`Budget::claim_overdraft`].
+    pub fn holder_id(&self) -> u64 {
+        self.next_holder.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Makes `holder` the one that may take past the limit, if nobody is (or it already is).
+    /// Frames under way keep what they hold while they wait for more, so they could all wait
+    /// on one another; the holder of the overdraft finishes its frame, then gives it up
+    /// ([`Budget::release_overdraft`]), so the limit is passed by one frame at most.
+    pub fn claim_overdraft(&self, holder: u64) -> bool {
+        match self.overdraft.compare_exchange(0, holder, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(owner) => owner == holder,
+        }
+    }
+
+    /// Whether anyone holds the overdraft now.
+    pub fn overdraft_in_use(&self) -> bool {
+        self.overdraft.load(Ordering::Acquire) != 0
+    }
+
+    /// Whether `holder` holds the overdraft.
+    pub fn has_overdraft(&self, holder: u64) -> bool {
+        self.overdraft.load(Ordering::Acquire) == holder
+    }
+
+    /// Gives up the overdraft if `holder` has it, and lets the line look.
+    pub fn release_overdraft(&self, holder: u64) {
+        let released =
+            self.overdraft.compare_exchange(holder, 0, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if released && self.waiters.load(Ordering::Acquire) > 0 {
+            self.room.notify_waiters();
+        }
     }
 
     /// Leaves the line (having taken, or given up), and lets the next one look.
@@ -88,11 +148,19 @@ impl Budget {
 pub struct Held {
     budget: Arc<Budget>,
     bytes: u64,
+    /// The overdraft this hold carries, given up with the bytes ([`Held::carry_overdraft`]).
+    overdraft: Option<u64>,
 }
 
 impl Held {
     pub fn new(budget: &Arc<Budget>) -> Self {
-        Self { budget: Arc::clone(budget), bytes: 0 }
+        Self { budget: Arc::clone(budget), bytes: 0, overdraft: None }
+    }
+
+    /// Keeps the budget's overdraft, claimed by `holder` for the frame this holds, until this
+    /// hold is given back (the frame answered): so the limit is passed by one frame at most.
+    pub fn carry_overdraft(&mut self, holder: u64) {
+        self.overdraft = Some(holder);
     }
 
     /// Holds `bytes` in all (taking or giving back the difference); false, holding what it
@@ -129,6 +197,9 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.budget.give_back(self.bytes);
+        if let Some(holder) = self.overdraft {
+            self.budget.release_overdraft(holder);
+        }
     }
 }
 

@@ -5,17 +5,22 @@
 //! connection's stream ([`Paced`]) then reads nothing more (the sender's bytes stay in its
 //! socket and the kernel's) until a give-back makes room, takes the bytes for the reader
 //! ([`Room::adopt`]), and lets the reads go on. Waiting connections take room in the order they
-//! came. A waiting connection holds no part of the budget, so the connections holding it are
-//! all receiving or answering and each ends: nobody waits on a waiter.
+//! came. A connection whose frame is under way keeps what it holds (its frame so far) while it
+//! waits for more, so such connections could all wait on one another: the first of them to
+//! wait while nobody has the budget's overdraft claims it instead, takes past the limit until
+//! its frame is whole, and passes it on once that frame is answered. So every frame ends, and
+//! all connections together hold at most the limit plus one frame. A connection that holds
+//! nothing waits its turn.
 //!
-//! Who may make others wait: the nameserver's codec takes a frame's whole announced length once
-//! more than 16 KiB of it arrived, so a sender that announces large frames and stalls holds room
-//! until `serverFrameTimeoutSeconds` closes it — as before, when the others were closed instead.
+//! Who may make others wait: the nameserver's codec holds a frame's buffer, which grows to at
+//! most twice what arrived (never to the length a sender announces), so holding room costs a
+//! sender the bytes it sends; a sender that stalls holds it until `serverFrameTimeoutSeconds`
+//! closes it.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -35,6 +40,10 @@ pub struct Room {
     ticket: AtomicU64,
     /// Bytes the stream took for the codec, not yet adopted by its holder.
     taken: AtomicU64,
+    /// This connection's name for the budget's overdraft, and whether it waits with a frame
+    /// under way (it may claim the overdraft then).
+    holder: AtomicU64,
+    under_way: AtomicBool,
 }
 
 impl Room {
@@ -45,12 +54,37 @@ impl Room {
             limit: AtomicU64::new(0),
             ticket: AtomicU64::new(0),
             taken: AtomicU64::new(0),
+            holder: AtomicU64::new(budget.holder_id()),
+            under_way: AtomicBool::new(false),
         })
     }
 
-    /// Stops the reads until `bytes` can be taken under `limit` (the caller holds nothing).
-    pub fn wait_for(&self, bytes: u64, limit: u64) {
+    /// Whether this connection's frame holds the budget's overdraft: it may take past the
+    /// limit until the frame is answered.
+    #[inline]
+    pub fn has_overdraft(&self) -> bool {
+        self.budget.has_overdraft(self.holder.load(Ordering::Acquire))
+    }
+
+    /// This connection's frame is whole: if it holds the overdraft, the name it holds it by
+    /// (for the frame's hold to give up with its bytes, [`Held::carry_overdraft`]); the
+    /// connection's next frame goes by a new name.
+    ///
+    /// [`Held::carry_overdraft`]: crate::budget::Held::carry_overdraft
+    #[inline]
+    pub fn frame_done(&self) -> Option<u64> {
+        if !self.has_overdraft() {
+            return None;
+        }
+        Some(self.holder.swap(self.budget.holder_id(), Ordering::AcqRel))
+    }
+
+    /// Stops the reads until `bytes` more can be taken under `limit` in turn, or, for a frame
+    /// `under_way` (the caller holds part of the budget, and keeps it), past the limit with
+    /// the budget's overdraft once nobody else has it.
+    pub fn wait_for(&self, bytes: u64, limit: u64, under_way: bool) {
         self.limit.store(limit, Ordering::Release);
+        self.under_way.store(under_way, Ordering::Release);
         if self.wanted.swap(bytes.max(1), Ordering::AcqRel) == 0 {
             self.ticket.store(self.budget.queue_up(), Ordering::Release);
         }
@@ -85,7 +119,9 @@ impl Room {
         }
         let (ticket, limit) =
             (self.ticket.load(Ordering::Acquire), self.limit.load(Ordering::Acquire));
-        if !self.budget.try_take_in_turn(ticket, wanted, limit) {
+        let under_way =
+            self.under_way.load(Ordering::Acquire).then(|| self.holder.load(Ordering::Acquire));
+        if !self.budget.try_take_in_turn(ticket, wanted, limit, under_way) {
             return false;
         }
         self.taken.fetch_add(wanted, Ordering::AcqRel);
@@ -101,6 +137,7 @@ impl Drop for Room {
             self.budget.leave_line(*self.ticket.get_mut());
         }
         self.budget.give_back(*self.taken.get_mut());
+        self.budget.release_overdraft(*self.holder.get_mut());
     }
 }
 
@@ -171,7 +208,7 @@ mod tests {
         let (mut tx, rx) = tokio::io::duplex(64);
         let mut paced = Paced::new(rx, &room);
         tokio::io::AsyncWriteExt::write_all(&mut tx, b"abc").await.expect("write");
-        room.wait_for(500, 1000);
+        room.wait_for(500, 1000, false);
         assert_eq!(budget.waiters(), 1);
         let mut buf = [0u8; 3];
         let read = tokio::time::timeout(std::time::Duration::from_millis(50), paced.read(&mut buf));
@@ -190,9 +227,9 @@ mod tests {
         let mut other = Held::new(&budget);
         assert!(other.set(1000, 1000));
         let (first, second, third) = (Room::new(&budget), Room::new(&budget), Room::new(&budget));
-        first.wait_for(800, 1000);
-        second.wait_for(100, 1000);
-        third.wait_for(50, 1000);
+        first.wait_for(800, 1000, false);
+        second.wait_for(100, 1000, false);
+        third.wait_for(50, 1000, false);
         assert!(other.set(850, 1000), "150 bytes free: room for the second, not the first");
         assert!(!second.try_take(), "not before the first in line");
         assert!(!first.try_take());
@@ -204,15 +241,51 @@ mod tests {
         assert_eq!((budget.used(), budget.waiters()), (900, 0));
     }
 
+    /// Frames under way that wait for more while keeping what they hold would wait on one
+    /// another for ever: one of them at a time takes past the limit, until its frame is whole.
+    #[test]
+    fn frames_under_way_pass_the_limit_one_at_a_time() {
+        let budget = Arc::new(Budget::default());
+        let (a, b, newcomer) = (Room::new(&budget), Room::new(&budget), Room::new(&budget));
+        let (mut a_held, mut b_held) = (Held::new(&budget), Held::new(&budget));
+        assert!(a_held.set(500, 1000) && b_held.set(500, 1000));
+        newcomer.wait_for(100, 1000, false);
+        a.wait_for(300, 1000, true);
+        b.wait_for(300, 1000, true);
+        assert!(!newcomer.try_take(), "a connection holding nothing waits for room");
+        assert!(a.try_take(), "a frame under way takes past the limit with the overdraft");
+        a_held.adopt(a.adopt());
+        assert!(a.has_overdraft() && !b.has_overdraft());
+        assert!(!b.try_take(), "one overdraft at a time");
+        assert_eq!(budget.used(), 1300);
+        let id = a.frame_done().expect("A's frame held the overdraft");
+        assert!(!a.has_overdraft(), "A's next frame does not");
+        a_held.carry_overdraft(id);
+        assert!(!b.try_take(), "held until A's frame is answered");
+        drop(a_held);
+        assert!(b.try_take(), "passed on once A's frame is answered");
+        b_held.adopt(b.adopt());
+        assert_eq!(budget.used(), 800, "A's 800 given back, B's 800 held");
+        drop(b);
+        assert!(
+            !b_held.set(900, 850) && !budget.overdraft_in_use(),
+            "B closed: the overdraft is free"
+        );
+        assert!(newcomer.try_take(), "room for the newcomer (900 of 1000)");
+        drop(b_held);
+        drop((a, newcomer));
+        assert_eq!((budget.used(), budget.waiters()), (0, 0));
+    }
+
     #[test]
     fn a_room_dropped_while_waiting_or_holding_leaves_the_budget_as_it_was() {
         let budget = Arc::new(Budget::default());
         let room = Room::new(&budget);
-        room.wait_for(10, 100);
+        room.wait_for(10, 100, false);
         drop(room);
         assert_eq!(budget.waiters(), 0);
         let room = Room::new(&budget);
-        room.wait_for(10, 100);
+        room.wait_for(10, 100, false);
         assert!(room.try_take());
         drop(room);
         assert_eq!((budget.used(), budget.waiters()), (0, 0), "taken, never adopted: given back");

@@ -264,14 +264,18 @@ conf::config_struct! {
     /// The most bytes all connections together hold for frames
     /// being received or answered (default 536870912, 512 MiB; at least `frameMaxLength`): a
     /// frame over 16 KiB that arrived in parts keeps its bytes until its answer is written, so
-    /// registrations waiting for the registration lane count too. A connection whose frame
-    /// would take the total over it waits for room: it gives back what it
-    /// held and reads nothing more (the sender's bytes wait in the network) until others give
-    /// theirs back, and its frame deadline runs from when it is let on (logged, counted in the
-    /// `pending_frame_bytes` cap metric; gauge `frames_waiting_for_room`). A frame takes its
-    /// whole length from it once more than 16 KiB of it arrived (one allocation); frames over
-    /// 1 MiB may take the total to three quarters of this at most (or one `frameMaxLength`, if
-    /// more), so stalled large frames always leave room for ordinary requests and broker
+    /// registrations waiting for the registration lane count too. A frame holds its buffer,
+    /// which grows with what arrives, to twice that at most: never to the length the sender
+    /// announces. A connection whose frame would take the total over it waits for room,
+    /// reading nothing more (the sender's bytes wait in the network) until others give theirs
+    /// back (logged, counted in the `pending_frame_bytes` cap metric; gauge
+    /// `frames_waiting_for_room`). One that held nothing yet waits its turn, and its frame
+    /// deadline runs from when it is let on; one whose frame is under way keeps what it holds
+    /// and its deadline, and the first of those to wait takes past this limit instead (one
+    /// frame at a time, until it is answered, so frames under way never wait on one
+    /// another): all together hold at most this plus one `frameMaxLength`. Frames over 1 MiB
+    /// may take the total to three quarters of this at most (or one `frameMaxLength`, if more),
+    /// so stalled large frames always leave room for ordinary requests and broker
     /// registrations. What the lane decodes ahead of the registration it applies is held
     /// besides, for at most 8 registrations and 32 MiB (one registration ahead, whatever it
     /// holds). Takes effect at once.
