@@ -304,6 +304,45 @@ async fn a_frame_waiting_for_room_is_not_timed_until_it_is_let_on() {
     assert_eq!(server.state.limits.trigger_count(Cap::FrameTimeout), 1);
 }
 
+/// Senders whose frames are under way and wait for room keep their frame deadlines: stalled
+/// senders that filled the budget are all closed when their deadlines pass, together, and the
+/// budget is whole again (had their deadlines restarted on each wait, they would have been let
+/// on and timed out one after another).
+#[tokio::test(start_paused = true)]
+async fn stalled_frames_waiting_under_way_reach_their_deadlines_together() {
+    let server = TestServer::start_with(|c| {
+        c.server_frame_timeout_seconds = 10;
+        c.frame_max_length = 256 * 1024;
+        c.server_max_pending_frame_bytes = 256 * 1024;
+    })
+    .await;
+    let budget = &server.state.limits.pending_frame_bytes;
+    let mut stalled = Vec::new();
+    // Three frames under way, 30 KB each: all fit.
+    for _ in 0..3 {
+        let mut c = server.connect_raw().await;
+        c.write(&(256 * 1024u32 - 4).to_be_bytes()).await;
+        c.write(&[0u8; 30_000]).await;
+        stalled.push(c);
+    }
+    until("the three to hold their buffers", || budget.used() >= 3 * 30_000).await;
+    assert_eq!(budget.waiters(), 0);
+    // 70 KB more each: their buffers would pass the budget, so they wait for room (one on
+    // the overdraft goes on), holding what they hold; then all stall.
+    for c in &mut stalled {
+        c.write(&[0u8; 70_000]).await;
+    }
+    until("frames under way to wait for room", || {
+        budget.waiters() >= 1 && budget.overdraft_in_use()
+    })
+    .await;
+    sleep(Duration::from_secs(11)).await;
+    assert_eq!(server.state.limits.trigger_count(Cap::FrameTimeout), 3, "all three at 10 s");
+    until("the budget to be whole again", || budget.used() == 0 && budget.waiters() == 0).await;
+    let mut polite = server.connect().await;
+    assert_eq!(polite.call(ping()).await.code, 0);
+}
+
 #[tokio::test]
 async fn a_header_of_100000_ext_fields_closes_its_connection_only() {
     let server = TestServer::start().await;
