@@ -35,14 +35,12 @@ where
             let config = Config::load(config_file.as_deref())?;
             if print {
                 let mut text = config.load_message().map(|m| m + "\n").unwrap_or_default();
-                // The keys whose default depends on others (the trusted proxies on
-                // authenticationEnabled, the frame budget on frameMaxLength) as in force, not
-                // as unset.
-                let mut keys = config.to_print_text();
-                for (key, value) in config.derived_in_force() {
-                    keys = keys.replacen(&format!("{key}=\n"), &format!("{key}={value}\n"), 1);
-                }
-                text.push_str(&keys);
+                // The trusted proxies as in force (their default depends on
+                // authenticationEnabled), not as unset.
+                let unset = "proxyProtocolTrustedAddresses=\n";
+                let effective =
+                    format!("proxyProtocolTrustedAddresses={}\n", config.trusted_proxies_text());
+                text.push_str(&config.to_print_text().replacen(unset, &effective, 1));
                 if let Some(controller) = crate::embedded::controller_config(&config)? {
                     // Java prints the controller's keys too when it is embedded; its HTTP keys
                     // are the nameserver's there (listed above).

@@ -193,29 +193,6 @@ fn malformed_config_file_is_an_error_naming_it() {
     assert!(err.to_string().contains("namesrv.properties"), "{err}");
 }
 
-/// Unset, the frame budget is twice `frameMaxLength`, and follows it: an operator who raises the
-/// frame length (a setting that works with Java) is not refused for a budget below it; one who
-/// sets the budget below it is.
-#[test]
-fn the_frame_budget_unset_is_twice_the_frame_length_and_follows_it() {
-    let text = print_text(cli(&["-p"]).expect("-p"));
-    assert!(text.lines().any(|l| l == "serverMaxPendingFrameBytes=33554432"), "{text}");
-    assert_eq!(Config::default().pending_frame_budget(), 32 << 20);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_config(&dir, "com.rocketmq.remoting.frameMaxLength=67108864\n");
-    let text = print_text(cli(&["-c", path_arg(&path), "-p"]).expect("a larger frame length"));
-    assert!(text.lines().any(|l| l == "serverMaxPendingFrameBytes=134217728"), "{text}");
-    let path = write_config(
-        &dir,
-        "com.rocketmq.remoting.frameMaxLength=67108864\nserverMaxPendingFrameBytes=50000000\n",
-    );
-    let err = cli(&["-c", path_arg(&path)]).expect_err("a budget below the frame length");
-    assert!(format!("{err:#}").contains("serverMaxPendingFrameBytes"), "{err:#}");
-    let path = write_config(&dir, "serverMaxPendingFrameBytes=536870912\n");
-    let text = print_text(cli(&["-c", path_arg(&path), "-p"]).expect("as set"));
-    assert!(text.lines().any(|l| l == "serverMaxPendingFrameBytes=536870912"), "{text}");
-}
-
 #[test]
 fn shipped_example_config_loads() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conf/namesrv.properties");

@@ -130,7 +130,7 @@ const MIB: usize = 1 << 20;
 async fn with_budget(frame_max: usize, budget: usize) -> TestServer {
     TestServer::start_with(|c| {
         c.frame_max_length = frame_max as i32;
-        c.server_max_pending_frame_bytes = Some(budget as i64);
+        c.server_max_pending_frame_bytes = budget as i64;
     })
     .await
 }
@@ -281,7 +281,7 @@ async fn a_frame_waiting_for_room_is_not_timed_until_it_is_let_on() {
     let server = TestServer::start_with(|c| {
         c.server_frame_timeout_seconds = 10;
         c.frame_max_length = 2 * MIB as i32;
-        c.server_max_pending_frame_bytes = Some(2 * MIB as i64);
+        c.server_max_pending_frame_bytes = 2 * MIB as i64;
     })
     .await;
     let budget = &server.state.limits.pending_frame_bytes;
@@ -313,7 +313,7 @@ async fn stalled_frames_waiting_under_way_reach_their_deadlines_together() {
     let server = TestServer::start_with(|c| {
         c.server_frame_timeout_seconds = 10;
         c.frame_max_length = 256 * 1024;
-        c.server_max_pending_frame_bytes = Some(256 * 1024);
+        c.server_max_pending_frame_bytes = 256 * 1024;
     })
     .await;
     let budget = &server.state.limits.pending_frame_bytes;

@@ -163,7 +163,7 @@ impl ServerCodec {
             return true;
         }
         let config = self.state.config.load();
-        let budget = config.pending_frame_budget();
+        let budget = u64::try_from(config.server_max_pending_frame_bytes).unwrap_or(u64::MAX);
         let longest = u64::try_from(config.frame_max_length).unwrap_or(0);
         let limit = if holding > LARGE_BYTES {
             // Still room for one longest frame when the budget is set that low.

@@ -262,8 +262,7 @@ conf::config_struct! {
     #[key(system_property, dynamic)]
     frame_max_length: i32 = "com.rocketmq.remoting.frameMaxLength", 16_777_216;
     /// The most bytes all connections together hold for frames
-    /// being received or answered (at least `frameMaxLength`; unset: twice `frameMaxLength`,
-    /// 33554432 (32 MiB) at its default, and `-p` prints the value in force): a
+    /// being received or answered (default 536870912, 512 MiB; at least `frameMaxLength`): a
     /// frame over 16 KiB that arrived in parts keeps its bytes until its answer is written, so
     /// registrations waiting for the registration lane count too. A frame holds its buffer,
     /// which grows with what arrives, to twice that at most: never to the length the sender
@@ -281,7 +280,7 @@ conf::config_struct! {
     /// besides, for at most 8 registrations and 32 MiB (one registration ahead, whatever it
     /// holds). Takes effect at once.
     #[key(dynamic)]
-    server_max_pending_frame_bytes: Option<i64> = "serverMaxPendingFrameBytes", None;
+    server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
     /// The most bytes of answers one connection may
     /// have waiting for its client to read them (default 33554432, 32 MiB; more than any one
     /// answer). A client that asks for more without reading is closed. Takes effect at once.

@@ -60,26 +60,6 @@ impl Config {
         }
     }
 
-    /// `serverMaxPendingFrameBytes` in force: as set, else twice `frameMaxLength` (room for
-    /// the longest frame and as much again; the budget follows an operator who raises the
-    /// frame length, as the rule that it may not be below it requires).
-    pub fn pending_frame_budget(&self) -> u64 {
-        let frame_max = u64::try_from(self.frame_max_length).unwrap_or(0);
-        match self.server_max_pending_frame_bytes {
-            Some(bytes) => u64::try_from(bytes).unwrap_or(0),
-            None => frame_max.saturating_mul(2),
-        }
-    }
-
-    /// The keys whose default depends on other keys, with the value in force (for `-p`, which
-    /// would otherwise print them unset).
-    pub fn derived_in_force(&self) -> [(&'static str, String); 2] {
-        [
-            ("proxyProtocolTrustedAddresses", self.trusted_proxies_text()),
-            ("serverMaxPendingFrameBytes", self.pending_frame_budget().to_string()),
-        ]
-    }
-
     /// The serialize type of our responses (`JSON` unless `rocketmq.serialize.type` says
     /// otherwise).
     pub fn effective_serialize_type(&self) -> SerializeType {

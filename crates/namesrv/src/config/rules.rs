@@ -113,8 +113,7 @@ impl Config {
         conf::table::check_ranges(self, INT_RANGES)?;
         for &(key, floor) in AT_LEAST {
             let number = |k: &str| self.get(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
-            // An unset key's default follows its floor.
-            if self.get(key).is_some() && number(key) < number(floor) {
+            if number(key) < number(floor) {
                 let value = self.get(key).unwrap_or_default();
                 return Err(invalid(key, &value, &format!("must be at least {floor}")));
             }
