@@ -312,8 +312,8 @@ async fn a_frame_waiting_for_room_is_not_timed_until_it_is_let_on() {
 async fn stalled_frames_waiting_under_way_reach_their_deadlines_together() {
     let server = TestServer::start_with(|c| {
         c.server_frame_timeout_seconds = 10;
-        c.frame_max_length = 256 * 1024;
-        c.server_max_pending_frame_bytes = 256 * 1024;
+        c.frame_max_length = MIB as i32;
+        c.server_max_pending_frame_bytes = MIB as i64;
     })
     .await;
     let budget = &server.state.limits.pending_frame_bytes;
@@ -321,7 +321,7 @@ async fn stalled_frames_waiting_under_way_reach_their_deadlines_together() {
     // Three frames under way, 30 KB each: all fit.
     for _ in 0..3 {
         let mut c = server.connect_raw().await;
-        c.write(&(256 * 1024u32 - 4).to_be_bytes()).await;
+        c.write(&(MIB as u32 - 4).to_be_bytes()).await;
         c.write(&[0u8; 30_000]).await;
         stalled.push(c);
     }

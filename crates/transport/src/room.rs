@@ -13,7 +13,7 @@
 //! nothing waits its turn.
 //!
 //! Who may make others wait: the nameserver's codec holds a frame's buffer, which grows to at
-//! most twice what arrived (never to the length a sender announces), so holding room costs a
+//! most sixteen times what arrived (never to the length a sender announces), so holding room costs a
 //! sender the bytes it sends; a sender that stalls holds it until `serverFrameTimeoutSeconds`
 //! closes it.
 

@@ -265,7 +265,7 @@ conf::config_struct! {
     /// being received or answered (default 536870912, 512 MiB; at least `frameMaxLength`): a
     /// frame over 16 KiB that arrived in parts keeps its bytes until its answer is written, so
     /// registrations waiting for the registration lane count too. A frame holds its buffer,
-    /// which grows with what arrives, to twice that at most: never to the length the sender
+    /// which grows with what arrives, to sixteen times that at most: never to the length the sender
     /// announces. A connection whose frame would take the total over it waits for room,
     /// reading nothing more (the sender's bytes wait in the network) until others give theirs
     /// back (logged, counted in the `pending_frame_bytes` cap metric; gauge
