@@ -51,7 +51,7 @@ impl Controllers {
                         .to_string_lossy()
                         .into_owned(),
                     raft_heartbeat_interval_millis: 100,
-                    raft_election_timeout_millis: 800,
+                    raft_election_timeout_millis: 2000, // wide: CI runs many tests at once on 2 cores
                     extra: [("rocketmq.mySecretToken".to_owned(), "s3cret-token".to_owned())]
                         .into(),
                     ..controller::Config::default()

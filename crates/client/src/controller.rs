@@ -13,11 +13,14 @@ use remoting::headers::{
     CleanControllerBrokerDataRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader,
     GetMetaDataResponseHeader, GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader,
 };
-use remoting::RequestCode;
+use remoting::{RequestCode, ResponseCode};
 
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::namesrv::{bad, decode_opt, some};
+
+/// How many times [`Client::on_controller_leader`] tries before giving a 2007 back.
+pub const LEADER_ATTEMPTS: u32 = 6;
 
 fn now_millis() -> i64 {
     std::time::SystemTime::now()
@@ -40,6 +43,35 @@ impl Client {
             Some(leader) => Ok(self.pinned(&leader)),
             None => {
                 Err(bad(self.pinned_addr().unwrap_or_default(), "the controller knows no leader"))
+            }
+        }
+    }
+
+    /// Runs `call` on the controller leader; when the node it reached answers
+    /// CONTROLLER_NOT_LEADER (2007: leadership moved between the look-up and the call, and
+    /// nothing was applied), looks the leader up again and retries, up to
+    /// [`LEADER_ATTEMPTS`] times half a second apart. Java's admin fails at the first 2007;
+    /// any other answer or error is returned as it is.
+    pub async fn on_controller_leader<T, F, Fut>(&self, call: F) -> Result<T>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut attempt = 1;
+        loop {
+            let outcome = match self.controller_leader().await {
+                Ok(leader) => call(leader).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Err(Error::Server { code, .. })
+                    if code == i32::from(ResponseCode::ControllerNotLeader)
+                        && attempt < LEADER_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                other => return other,
             }
         }
     }

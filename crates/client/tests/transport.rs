@@ -296,3 +296,67 @@ async fn server_error_is_returned_with_code_and_remark_without_fail_over() {
     .await
     .expect("test finished in time");
 }
+
+/// A fake controller that names itself leader and answers CONTROLLER_ELECT_MASTER with 2007
+/// (not leader) `refusals` times before electing. Counts metadata look-ups and elections.
+async fn moving_leader(refusals: usize) -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let me = Arc::new(std::sync::OnceLock::<String>::new());
+    let (lookups, elections) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (who, l, e) = (me.clone(), lookups.clone(), elections.clone());
+    let (addr, _) = serve(move |req| {
+        let resp = if req.code == i32::from(RequestCode::ControllerGetMetadataInfo) {
+            l.fetch_add(1, Ordering::SeqCst);
+            RemotingCommand::response(ResponseCode::Success, None).with_header(
+                &remoting::headers::GetMetaDataResponseHeader {
+                    controller_leader_address: who.get().cloned(),
+                    ..Default::default()
+                },
+            )
+        } else if e.fetch_add(1, Ordering::SeqCst) < refusals {
+            RemotingCommand::response(ResponseCode::ControllerNotLeader, None)
+        } else {
+            RemotingCommand::response(ResponseCode::Success, None)
+                .with_header(&remoting::headers::ElectMasterResponseHeader {
+                    master_broker_id: Some(2),
+                    ..Default::default()
+                })
+                .with_body(b"{}".to_vec())
+        };
+        Some(resp.respond_to(req))
+    })
+    .await;
+    me.set(addr.to_string()).expect("set once");
+    (addr, lookups, elections)
+}
+
+#[tokio::test]
+async fn a_controller_command_follows_the_leader_when_it_moves() {
+    tokio::time::timeout(LIMIT, async {
+        let (addr, lookups, elections) = moving_leader(2).await;
+        let client = Client::new(&addr.to_string()).expect("client");
+        let (h, _) = client
+            .on_controller_leader(|l| async move { l.elect_master("c", "b", 2).await })
+            .await
+            .expect("elected on the third attempt");
+        assert_eq!(h.master_broker_id, Some(2));
+        assert_eq!(elections.load(Ordering::SeqCst), 3);
+        // The leader is looked up again before each attempt.
+        assert_eq!(lookups.load(Ordering::SeqCst), 3);
+
+        // A leader that never settles: the 2007 comes back after the last attempt.
+        let (addr, lookups, elections) = moving_leader(usize::MAX).await;
+        let client = Client::new(&addr.to_string()).expect("client");
+        let err = client
+            .on_controller_leader(|l| async move { l.elect_master("c", "b", 2).await })
+            .await
+            .expect_err("never elected");
+        assert!(matches!(err, Error::Server { code: 2007, .. }), "{err:?}");
+        let attempts = client::LEADER_ATTEMPTS as usize;
+        assert_eq!(
+            (elections.load(Ordering::SeqCst), lookups.load(Ordering::SeqCst)),
+            (attempts, attempts)
+        );
+    })
+    .await
+    .expect("test finished in time");
+}

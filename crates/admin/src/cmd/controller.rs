@@ -77,8 +77,13 @@ pub(crate) async fn sync_state_set(ctx: &mut Ctx<'_>, which: &Brokers) -> Result
             }
         };
         if !names.is_empty() {
-            let leader = ctx.client.controller_leader().await?;
-            let info = leader.get_sync_state_data(&names).await?;
+            let names = &names;
+            let info = ctx
+                .client
+                .on_controller_leader(
+                    |leader| async move { leader.get_sync_state_data(names).await },
+                )
+                .await?;
             if ctx.json {
                 ctx.json(&info.replicas_info_table)?;
             } else {
@@ -119,8 +124,12 @@ pub(crate) async fn elect_master(
     broker: &str,
     broker_id: i64,
 ) -> Result<Exit, AdminError> {
-    let leader = ctx.client.controller_leader().await?;
-    let (h, body) = leader.elect_master(cluster, broker, broker_id).await?;
+    let (h, body) = ctx
+        .client
+        .on_controller_leader(|leader| async move {
+            leader.elect_master(cluster, broker, broker_id).await
+        })
+        .await?;
     let members: BTreeMap<i64, String> =
         body.broker_member_group.map(|g| g.broker_addrs.0).unwrap_or_default();
     if ctx.json {
@@ -167,8 +176,13 @@ pub(crate) async fn clean(
             ));
         }
     }
-    let leader = ctx.client.controller_leader().await?;
-    leader.clean_controller_broker_data(cluster, broker, ids.map(str::trim), clean_living).await?;
+    ctx.client
+        .on_controller_leader(|leader| async move {
+            leader
+                .clean_controller_broker_data(cluster, broker, ids.map(str::trim), clean_living)
+                .await
+        })
+        .await?;
     if ctx.json {
         ctx.json(&json!({ "brokerName": broker, "cleaned": true }))?;
     } else {
