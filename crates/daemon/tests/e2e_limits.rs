@@ -232,6 +232,64 @@ async fn large_partial_frames_leave_a_quarter_of_the_budget_to_ordinary_frames()
     until("the budget to be given back", || used() == 0 && !budget.overdraft_in_use()).await;
 }
 
+/// While the registration lane has its mark of bodies queued, a frame announcing more than a
+/// megabyte from a connection whose last registration went to the lane waits to begin, holding
+/// nothing (its bytes wait in the sender's socket); smaller frames, other clients and large
+/// frames of connections whose registrations are answered in place are served meanwhile; it is
+/// read and answered once the queue drains. A sender that is let on and stalls does not keep
+/// the gate shut.
+#[tokio::test]
+async fn large_frames_wait_to_begin_while_the_registration_lane_has_its_mark_queued() {
+    let server = TestServer::start().await;
+    let (budget, gate) = (&server.state.limits.pending_frame_bytes, &server.state.limits.lane_gate);
+    let broker = Broker::new("C", "a", "127.0.0.1:10911", 0);
+    let topics: Vec<String> = (0..2_000).map(|i| format!("lane-gate-topic-{i}")).collect();
+    let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let registration = broker.register(&topics);
+    assert!(registration.body_bytes().len() > 64 * 1024, "a body for the lane");
+    let mut a = server.connect_raw().await;
+    assert_eq!(common::decode(&a.call(registration).await).code, 0, "registered on the lane");
+
+    let queued = gate.enter(namesrv::lane_gate::LANE_QUEUE_MARK);
+    let big = big_frame(2_000_000);
+    // A connection that never went to the lane is not held back by it.
+    let mut fresh = server.connect_raw().await;
+    fresh.write(&big).await;
+    assert_eq!(common::decode(&fresh.read_frame().await.expect("answered")).code, 17);
+    a.write(&big[..300_000]).await;
+    until("A to wait at the gate", || {
+        server.state.limits.trigger_count(Cap::PendingFrameBytes) == 1
+    })
+    .await;
+    sleep(Duration::from_millis(300)).await;
+    assert_eq!(budget.used(), 0, "the waiting frame holds nothing");
+    assert_eq!(gate.waiting(), 1, "counted in frames_waiting_for_lane");
+    let small = big_frame(900_000);
+    let mut c = server.connect_raw().await;
+    c.write(&small).await;
+    assert_eq!(common::decode(&c.read_frame().await.expect("C answered")).code, 17);
+    let mut polite = server.connect().await;
+    assert_eq!(polite.call(ping()).await.code, 0);
+
+    drop(queued);
+    a.write(&big[300_000..]).await;
+    assert_eq!(common::decode(&a.read_frame().await.expect("A answered")).code, 17);
+    assert_eq!(gate.waiting(), 0);
+
+    // Just under the mark: one large frame is let on; it stalls, and counts toward the mark
+    // for a moment only (A's next is answered long before the stalled frame's deadline).
+    let queued = gate.enter(namesrv::lane_gate::LANE_QUEUE_MARK - 1);
+    let mut stalled = server.connect_raw().await;
+    let other = Broker::new("C", "b", "127.0.0.1:10912", 0);
+    assert_eq!(common::decode(&stalled.call(other.register(&topics)).await).code, 0);
+    stalled.write(&big[..300_000]).await;
+    until("the stalled frame to be let on", || budget.used() > 0).await;
+    sleep(namesrv::lane_gate::LET_ON_WINDOW).await;
+    a.write(&big).await;
+    assert_eq!(common::decode(&a.read_frame().await.expect("A answered again")).code, 17);
+    drop(queued);
+}
+
 #[tokio::test]
 async fn partial_frames_share_one_budget_and_those_passing_it_wait_their_turn() {
     let server = with_budget(MIB, MIB).await;

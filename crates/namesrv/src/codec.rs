@@ -6,6 +6,7 @@
 //! no room the connection waits for it, reading nothing more (`transport::room`). The frame length
 //! itself is capped by `com.rocketmq.remoting.frameMaxLength`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -14,6 +15,7 @@ use remoting::RemotingCommand;
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, Encoder};
 
+use crate::lane_gate::{LetOn, Place};
 use crate::limits::{Cap, Held};
 use crate::state::State;
 use transport::room::Room;
@@ -50,12 +52,21 @@ pub struct ServerCodec {
     answering: Option<Held>,
     room: Arc<Room>,
     started: Option<Instant>,
+    /// The frame being received may go on: small, or let on through the lane gate.
+    let_on: bool,
+    /// A large frame let on, counted as on its way until it is whole.
+    on_its_way: Option<LetOn>,
+    /// The connection's place in the lane gate's line while its large frame waits to begin.
+    place: Option<Place>,
+    /// Whether the connection's last registration went to the lane (`ConnCtx::to_lane`).
+    to_lane: Arc<AtomicBool>,
 }
 
 impl ServerCodec {
     /// A codec for one connection of `state`'s server, accepting frames up to
-    /// `frameMaxLength` (as configured now); `room` is shared with the connection's stream.
-    pub fn new(state: &Arc<State>, room: &Arc<Room>) -> Self {
+    /// `frameMaxLength` (as configured now); `room` is shared with the connection's stream,
+    /// `to_lane` with its handlers (set while its last registration went to the lane).
+    pub fn new(state: &Arc<State>, room: &Arc<Room>, to_lane: &Arc<AtomicBool>) -> Self {
         let max = usize::try_from(state.config.load().frame_max_length).unwrap_or(0);
         Self {
             inner: RemotingCodec::with_max_frame(max.saturating_sub(4)),
@@ -64,6 +75,10 @@ impl ServerCodec {
             room: Arc::clone(room),
             state: Arc::clone(state),
             started: None,
+            let_on: false,
+            on_its_way: None,
+            place: None,
+            to_lane: Arc::clone(to_lane),
         }
     }
 
@@ -107,6 +122,8 @@ impl Decoder for ServerCodec {
         })?;
         if decoded.is_some() {
             self.started = None;
+            self.let_on = false;
+            self.on_its_way = None;
             // A frame that held part of the budget keeps it until it is answered: its body may
             // wait for the registration lane meanwhile (`Connection::handle` drops the hold).
             // So does a frame that took the overdraft: it passes it on once answered.
@@ -121,7 +138,12 @@ impl Decoder for ServerCodec {
         }
         if src.is_empty() {
             self.started = None;
+            self.let_on = false;
+            self.on_its_way = None;
             self.held.set(0, u64::MAX);
+            return Ok(None);
+        }
+        if !self.let_on && !self.may_begin() {
             return Ok(None);
         }
         self.started.get_or_insert_with(Instant::now);
@@ -138,6 +160,37 @@ impl Decoder for ServerCodec {
 }
 
 impl ServerCodec {
+    /// Whether the frame being received may begin: one announcing more than [`LARGE_BYTES`]
+    /// asks the lane gate (`crate::lane_gate`) before it holds anything; while it is shut, the
+    /// connection is paused, its frame not yet begun (its deadline not running).
+    fn may_begin(&mut self) -> bool {
+        let large = self.inner.pending_len().is_some_and(|len| len as u64 > LARGE_BYTES);
+        if !large || self.held.bytes() > 0 || !self.to_lane.load(Ordering::Acquire) {
+            // Small, already under way (its first bytes arrived in a read that held room), or
+            // from a broker whose last registration was answered in place.
+            self.let_on = self.inner.pending_len().is_some();
+            return true;
+        }
+        let gate = &self.state.limits.lane_gate;
+        if let Some(let_on) = gate.admit(Instant::now(), &mut self.place) {
+            self.on_its_way = Some(let_on);
+            self.let_on = true;
+            return true;
+        }
+        self.started = None;
+        self.room.pause(self.place.as_ref().map_or(0, Place::name));
+        self.state.limits.triggered(
+            Cap::PendingFrameBytes,
+            self.state.uptime_ms(),
+            format_args!(
+                "{} bytes of registrations queued for the registration lane; a large frame \
+                 waits to begin",
+                gate.queued_bytes()
+            ),
+        );
+        false
+    }
+
     /// The capacity the partial frame's buffer should have now: the frame's whole length once
     /// a sixteenth of it arrived; before that, twice what it has once more than half of it (and
     /// more than [`FREE_BYTES`]) arrived; else what it has. So the buffer is at most sixteen
@@ -251,7 +304,7 @@ mod tests {
         let state = crate::build_state(config, None).expect("state");
         let budget = &state.limits.pending_frame_bytes;
         let room = Room::new(budget);
-        let mut codec = ServerCodec::new(&state, &room);
+        let mut codec = ServerCodec::new(&state, &room, &Arc::default());
         let request =
             RemotingCommand::request(RequestCode::RegisterBroker).with_body(vec![b'x'; 3_000_000]);
         let frame = remoting::frame::encode_to_bytes(&request).expect("encode");

@@ -114,6 +114,8 @@ pub struct Limits {
     pub pending_frame_bytes: Arc<Budget>,
     /// Bytes of answers waiting for their reader, all connections together.
     pub pending_response_bytes: Arc<Budget>,
+    /// Large frames wait to begin while the registration lane has enough queued.
+    pub lane_gate: Arc<crate::lane_gate::LaneGate>,
     triggered: [AtomicU64; Cap::ALL.len()],
     /// Per cap: the trigger count at its last log line, and when that was (ms of a monotonic
     /// clock), packed as two u64s.

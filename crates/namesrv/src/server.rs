@@ -300,7 +300,9 @@ where
         // One task owns the whole stream (no split halves to synchronise): read what is there,
         // answer it, flush once per batch.
         let room = Room::new(&state.limits.pending_frame_bytes);
-        let mut framed = Framed::new(Paced::new(stream, &room), ServerCodec::new(state, &room));
+        let gate = Arc::clone(&state.limits.lane_gate) as Arc<dyn transport::room::Gate>;
+        let stream = Paced::with_gate(stream, &room, gate);
+        let mut framed = Framed::new(stream, ServerCodec::new(state, &room, &ctx.to_lane));
         // Answers are buffered up to this much before a write is forced mid-batch (tokio-util's
         // default, 8 KiB, is under five 1.7 KB routes: a batch of pipelined reads took two
         // writes).

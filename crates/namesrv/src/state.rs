@@ -33,12 +33,15 @@ pub(crate) struct ConnCtx {
     /// The subject CN of the client's TLS certificate, when it presented one that was verified
     /// against `tls.server.trustCertPath` (an identity for access control).
     pub certificate_cn: Option<Arc<str>>,
+    /// Whether the connection's last registration went to the registration lane: only then
+    /// does its next large frame ask the lane gate (`crate::lane_gate`) before it begins.
+    pub to_lane: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ConnCtx {
     /// A plain connection (no client certificate).
     pub fn new(id: ConnId, peer: SocketAddr, close: Arc<tokio::sync::Notify>) -> Self {
-        ConnCtx { id, peer, proxy: None, close, certificate_cn: None }
+        ConnCtx { id, peer, proxy: None, close, certificate_cn: None, to_lane: Arc::default() }
     }
 }
 

@@ -49,6 +49,8 @@ pub struct CapGauges {
     pub pending_frame_bytes: i64,
     /// Connections waiting for room in the partial-frame budget.
     pub frames_waiting_for_room: i64,
+    /// Connections whose next large registration waits to begin at the lane gate.
+    pub frames_waiting_for_lane: i64,
     pub pending_response_bytes: i64,
 }
 
@@ -98,6 +100,7 @@ impl StateGauges {
                 frames_waiting_for_room: gauge_value(
                     state.limits.pending_frame_bytes.waiters() as u64
                 ),
+                frames_waiting_for_lane: gauge_value(state.limits.lane_gate.waiting() as u64),
                 pending_response_bytes: gauge_value(state.limits.pending_response_bytes.used()),
             },
             route_snapshot: state.work.route_snapshot.as_ref().map(|file| {
@@ -174,6 +177,11 @@ impl StateGauges {
             "frames_waiting_for_room",
             "Connections that read nothing more until the partial-frame budget has room (serverMaxPendingFrameBytes)",
             plain(self.caps.frames_waiting_for_room),
+        );
+        r.register(
+            "frames_waiting_for_lane",
+            "Connections whose next large frame waits to begin while the registration lane has 16 MiB of registrations queued (their last registration went to it)",
+            plain(self.caps.frames_waiting_for_lane),
         );
         r.register(
             "pending_response_bytes",

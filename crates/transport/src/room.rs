@@ -12,6 +12,11 @@
 //! all connections together hold at most the limit plus one frame. A connection that holds
 //! nothing waits its turn.
 //!
+//! A connection may also be paused at a [`Gate`] (the nameserver's: a large frame does not
+//! begin while the registration lane has enough queued) with its place in the gate's line: its
+//! stream reads nothing until the gate is open for that place, asked again whenever the gate
+//! says it changed and at least every [`GATE_RECHECK`].
+//!
 //! Who may make others wait: the nameserver's codec holds a frame's buffer, which grows to at
 //! most sixteen times what arrived (never to the length a sender announces), so holding room costs a
 //! sender the bytes it sends; a sender that stalls holds it until `serverFrameTimeoutSeconds`
@@ -26,8 +31,23 @@ use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::futures::OwnedNotified;
+use tokio::sync::Notify;
+use tokio::time::Sleep;
 
 use crate::budget::Budget;
+
+/// How often at least a stream paused at its [`Gate`] asks it again (the gate may open as
+/// time passes, not only when it says it changed).
+pub const GATE_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// What a paused connection asks before reading on ([`Room::pause`]). Asking must not change
+/// anything: the reader that paused decides again once it has read.
+pub trait Gate: Send + Sync {
+    /// Whether the connection paused at `place` in the gate's line may read on now.
+    fn open(&self, place: u64) -> bool;
+    /// Notified (all waiters) whenever the gate may have opened for someone.
+    fn changed(&self) -> &Arc<Notify>;
+}
 
 /// What a connection's codec and stream share about its wait for room.
 #[derive(Debug)]
@@ -44,6 +64,9 @@ pub struct Room {
     /// under way (it may claim the overdraft then).
     holder: AtomicU64,
     under_way: AtomicBool,
+    /// Paused at the stream's [`Gate`] (until it is open), and the place in its line.
+    paused: AtomicBool,
+    place: AtomicU64,
 }
 
 impl Room {
@@ -56,7 +79,15 @@ impl Room {
             taken: AtomicU64::new(0),
             holder: AtomicU64::new(budget.holder_id()),
             under_way: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            place: AtomicU64::new(0),
         })
+    }
+
+    /// Stops the reads until the stream's [`Gate`] is open for `place` (at once without one).
+    pub fn pause(&self, place: u64) {
+        self.place.store(place, Ordering::Release);
+        self.paused.store(true, Ordering::Release);
     }
 
     /// Whether this connection's frame holds the budget's overdraft: it may take past the
@@ -95,10 +126,10 @@ impl Room {
         self.budget.waiters() > 0
     }
 
-    /// Whether the reads are stopped for room.
+    /// Whether the reads are stopped for room, or paused at the gate.
     #[inline]
     pub fn waiting(&self) -> bool {
-        self.wanted.load(Ordering::Acquire) > 0
+        self.wanted.load(Ordering::Acquire) > 0 || self.paused.load(Ordering::Acquire)
     }
 
     /// The bytes taken on the caller's behalf since it last asked (it holds them from now).
@@ -147,11 +178,63 @@ pub struct Paced<S> {
     room: Arc<Room>,
     /// Registered for the budget's next give-back while waiting.
     notified: Option<Pin<Box<OwnedNotified>>>,
+    gate: Option<Arc<dyn Gate>>,
+    /// While paused: registered for the gate's next change, and when to ask again anyway.
+    gate_changed: Option<Pin<Box<OwnedNotified>>>,
+    recheck: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> Paced<S> {
     pub fn new(inner: S, room: &Arc<Room>) -> Self {
-        Self { inner, room: Arc::clone(room), notified: None }
+        Self {
+            inner,
+            room: Arc::clone(room),
+            notified: None,
+            gate: None,
+            gate_changed: None,
+            recheck: None,
+        }
+    }
+
+    /// A stream that asks `gate` before reading on when its room is paused.
+    pub fn with_gate(inner: S, room: &Arc<Room>, gate: Arc<dyn Gate>) -> Self {
+        Self { gate: Some(gate), ..Self::new(inner, room) }
+    }
+
+    /// Ready once the room is not paused, or its gate is open for its place (asked when the
+    /// gate changes, and every [`GATE_RECHECK`]).
+    fn poll_gate(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            let Some(gate) =
+                self.gate.as_ref().filter(|_| self.room.paused.load(Ordering::Acquire))
+            else {
+                self.room.paused.store(false, Ordering::Release);
+                (self.gate_changed, self.recheck) = (None, None);
+                return Poll::Ready(());
+            };
+            let changed = match self.gate_changed.as_mut() {
+                Some(changed) => changed,
+                None => {
+                    // Registered before asking, so a change in between is not missed.
+                    let mut changed = Box::pin(Arc::clone(gate.changed()).notified_owned());
+                    changed.as_mut().enable();
+                    self.gate_changed.insert(changed)
+                }
+            };
+            if gate.open(self.room.place.load(Ordering::Acquire)) {
+                self.room.paused.store(false, Ordering::Release);
+                (self.gate_changed, self.recheck) = (None, None);
+                return Poll::Ready(());
+            }
+            let recheck =
+                self.recheck.get_or_insert_with(|| Box::pin(tokio::time::sleep(GATE_RECHECK)));
+            if changed.as_mut().poll(cx).is_ready() {
+                self.gate_changed = None;
+                continue;
+            }
+            ready!(recheck.as_mut().poll(cx));
+            (self.gate_changed, self.recheck) = (None, None);
+        }
     }
 
     /// Ready once the room's wanted bytes are taken (at once when it is not waiting).
@@ -185,6 +268,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Paced<S> {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.room.waiting() {
+            ready!(this.poll_gate(cx));
             ready!(this.poll_room(cx));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
@@ -219,6 +303,52 @@ mod tests {
         assert_eq!((budget.used(), budget.waiters(), room.waiting()), (500, 0, false));
         assert_eq!(room.adopt(), 500, "taken for the codec");
         assert_eq!(room.adopt(), 0);
+    }
+
+    /// Open for places up to the one it holds; says when that changes.
+    struct Upto(AtomicU64, Arc<Notify>);
+
+    impl Gate for Upto {
+        fn open(&self, place: u64) -> bool {
+            place <= self.0.load(Ordering::Acquire)
+        }
+        fn changed(&self) -> &Arc<Notify> {
+            &self.1
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_stream_reads_once_its_gate_is_open_for_its_place() {
+        let budget = Arc::new(Budget::default());
+        let room = Room::new(&budget);
+        let gate = Arc::new(Upto(AtomicU64::new(0), Arc::new(Notify::new())));
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let mut paced = Paced::with_gate(rx, &room, gate.clone());
+        tokio::io::AsyncWriteExt::write_all(&mut tx, b"abc").await.expect("write");
+        room.pause(2);
+        assert!(room.waiting());
+        let mut buf = [0u8; 3];
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), paced.read(&mut buf));
+        assert!(read.await.is_err(), "no read while the gate is shut, however long");
+        gate.0.store(1, Ordering::Release);
+        gate.1.notify_waiters();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), paced.read(&mut buf));
+        assert!(read.await.is_err(), "open for the place before it only");
+        gate.0.store(2, Ordering::Release);
+        gate.1.notify_waiters();
+        let started = tokio::time::Instant::now();
+        let n = paced.read(&mut buf).await.expect("read");
+        assert_eq!(&buf[..n], b"abc"[..n].as_ref());
+        assert_eq!(started.elapsed(), std::time::Duration::ZERO, "at once when told");
+        assert!(!room.waiting());
+        assert_eq!((budget.used(), budget.waiters()), (0, 0), "a pause takes no room");
+        // Not told: asked again within the recheck period.
+        room.pause(3);
+        tokio::io::AsyncWriteExt::write_all(&mut tx, b"d").await.expect("write");
+        gate.0.store(3, Ordering::Release);
+        let started = tokio::time::Instant::now();
+        assert_eq!(paced.read(&mut buf).await.expect("read"), 1);
+        assert!(started.elapsed() <= GATE_RECHECK, "asked again within {GATE_RECHECK:?}");
     }
 
     #[test]

@@ -278,7 +278,11 @@ conf::config_struct! {
     /// so stalled large frames always leave room for ordinary requests and broker
     /// registrations. What the lane decodes ahead of the registration it applies is held
     /// besides, for at most 8 registrations and 32 MiB (one registration ahead, whatever it
-    /// holds). Takes effect at once.
+    /// holds). Independently of this key, a connection whose last registration went to the lane
+    /// (a changed table) waits before its next frame over 1 MiB, holding nothing, while the
+    /// lane has 16 MiB of registrations queued or on their way (in the order they came; gauge
+    /// `frames_waiting_for_lane`); re-registrations answered in place never wait there. Takes
+    /// effect at once.
     #[key(dynamic)]
     server_max_pending_frame_bytes: i64 = "serverMaxPendingFrameBytes", 512 << 20;
     /// The most bytes of answers one connection may

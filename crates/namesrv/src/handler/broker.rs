@@ -102,7 +102,9 @@ pub async fn register(
     conn: &ConnCtx,
     request: &RemotingCommand,
 ) -> HandlerResult {
+    let to_lane = |went: bool| conn.to_lane.store(went, std::sync::atomic::Ordering::Release);
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
+        to_lane(false);
         return register_now(state, conn, request, (Publish::Now, None, Ahead::default()));
     }
     // A re-registration that differs from the broker's last one in its DataVersion alone (every
@@ -112,6 +114,7 @@ pub async fn register(
     let mut digested = None;
     if let Some((result, outcome)) = unchanged_in_place(state, conn, request, &mut digested) {
         record(state, request, started, outcome, true);
+        to_lane(false);
         return result;
     }
     // The broker is alive now, however long its registration waits for the lane: refresh its
@@ -120,6 +123,10 @@ pub async fn register(
     if let (Some(cluster), Some(addr)) = (&header.cluster_name, &header.broker_addr) {
         state.routes.snapshot().heartbeat(cluster, addr, state.now_ms());
     }
+    // Counted until answered: large frames of connections whose last registration went to the
+    // lane wait to begin while it has enough queued.
+    to_lane(true);
+    let _queued = state.limits.lane_gate.enter(request.body_bytes().len() as u64);
     let (lane_state, conn, request) = (Arc::clone(state), conn.clone(), request.clone());
     let prepare = move || {
         let ahead = prepare(&lane_state, &request);
@@ -708,6 +715,8 @@ mod tests {
         let first = registration(2_000, 1);
         assert!(first.body_bytes().len() > INLINE_REGISTER_BODY_LIMIT, "goes to the lane");
         assert_eq!(register(&state, &conn, &first).await.expect("registered").code, 0);
+        let to_lane = || conn.to_lane.load(std::sync::atomic::Ordering::Acquire);
+        assert!(to_lane(), "its next large frame asks the lane gate");
         let heartbeat =
             || state.routes.snapshot().last_heartbeat("C", "10.0.0.1:10911").expect("live").0;
         let registered_at = heartbeat();
@@ -742,17 +751,24 @@ mod tests {
         // queued (#25).
         let unchanged = registration(2_000, 2);
         assert_eq!(register(&state, &conn, &unchanged).await.expect("answered").code, 0);
+        assert_eq!(state.limits.lane_gate.queued_bytes(), 0);
+        assert!(!to_lane(), "answered in place: its next large frame never waits at the gate");
 
         // 50 ms later a changed registration arrives: it waits, yet its broker is refreshed.
         tokio::time::advance(Duration::from_millis(50)).await;
+        let changed = registration(2_001, 3);
+        let body_len = changed.body_bytes().len() as u64;
         let waiting = {
-            let (state, conn, request) = (Arc::clone(&state), conn.clone(), registration(2_001, 3));
-            tokio::spawn(async move { register(&state, &conn, &request).await })
+            let (state, conn) = (Arc::clone(&state), conn.clone());
+            tokio::spawn(async move { register(&state, &conn, &changed).await })
         };
         until("the queued registration to refresh its broker", || heartbeat() != registered_at)
             .await;
         assert_eq!(heartbeat(), registered_at + 50, "stamped at its arrival");
         assert!(!waiting.is_finished(), "queued behind the held lane");
+        // Its body counts toward the lane gate's mark until it is answered.
+        assert_eq!(state.limits.lane_gate.queued_bytes(), body_len);
+        assert!(to_lane());
 
         for release in releases {
             release.send(()).expect("release");
@@ -764,5 +780,6 @@ mod tests {
             );
         }
         assert_eq!(waiting.await.expect("joined").expect("registered").code, 0);
+        assert_eq!(state.limits.lane_gate.queued_bytes(), 0);
     }
 }
