@@ -250,7 +250,7 @@ async fn large_frames_wait_to_begin_while_the_registration_lane_has_its_mark_que
     let mut a = server.connect_raw().await;
     assert_eq!(common::decode(&a.call(registration).await).code, 0, "registered on the lane");
 
-    let queued = gate.enter(namesrv::lane_gate::LANE_QUEUE_MARK);
+    let queued = gate.enter(namesrv::limits::LANE_QUEUE_MARK);
     let big = big_frame(2_000_000);
     // A connection that never went to the lane is not held back by it.
     let mut fresh = server.connect_raw().await;
@@ -278,13 +278,13 @@ async fn large_frames_wait_to_begin_while_the_registration_lane_has_its_mark_que
 
     // Just under the mark: one large frame is let on; it stalls, and counts toward the mark
     // for a moment only (A's next is answered long before the stalled frame's deadline).
-    let queued = gate.enter(namesrv::lane_gate::LANE_QUEUE_MARK - 1);
+    let queued = gate.enter(namesrv::limits::LANE_QUEUE_MARK - 1);
     let mut stalled = server.connect_raw().await;
     let other = Broker::new("C", "b", "127.0.0.1:10912", 0);
     assert_eq!(common::decode(&stalled.call(other.register(&topics)).await).code, 0);
     stalled.write(&big[..300_000]).await;
     until("the stalled frame to be let on", || budget.used() > 0).await;
-    sleep(namesrv::lane_gate::LET_ON_WINDOW).await;
+    sleep(transport::gate::LET_ON_WINDOW).await;
     a.write(&big).await;
     assert_eq!(common::decode(&a.read_frame().await.expect("A answered again")).code, 17);
     drop(queued);

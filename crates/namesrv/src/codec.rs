@@ -15,9 +15,9 @@ use remoting::RemotingCommand;
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::lane_gate::{LetOn, Place};
-use crate::limits::{Cap, Held};
+use crate::limits::{Cap, Held, LANE_QUEUE_MARK};
 use crate::state::State;
+use transport::gate::{LetOn, Place};
 use transport::room::Room;
 
 /// A partial frame's buffer holds up to this much before it counts against the budget: an
@@ -55,9 +55,9 @@ pub struct ServerCodec {
     /// The frame being received may go on: small, or let on through the lane gate.
     let_on: bool,
     /// A large frame let on, counted as on its way until it is whole.
-    on_its_way: Option<LetOn>,
+    on_its_way: Option<LetOn<LANE_QUEUE_MARK>>,
     /// The connection's place in the lane gate's line while its large frame waits to begin.
-    place: Option<Place>,
+    place: Option<Place<LANE_QUEUE_MARK>>,
     /// Whether the connection's last registration went to the lane (`ConnCtx::to_lane`).
     to_lane: Arc<AtomicBool>,
 }
@@ -161,7 +161,7 @@ impl Decoder for ServerCodec {
 
 impl ServerCodec {
     /// Whether the frame being received may begin: one announcing more than [`LARGE_BYTES`]
-    /// asks the lane gate (`crate::lane_gate`) before it holds anything; while it is shut, the
+    /// asks the lane gate (`transport::gate`) before it holds anything; while it is shut, the
     /// connection is paused, its frame not yet begun (its deadline not running).
     fn may_begin(&mut self) -> bool {
         let large = self.inner.pending_len().is_some_and(|len| len as u64 > LARGE_BYTES);

@@ -10,7 +10,6 @@ pub(crate) mod codec;
 pub mod config;
 pub(crate) mod dispatch;
 pub(crate) mod handler;
-pub mod lane_gate;
 pub mod limits;
 pub mod metrics;
 pub mod route;

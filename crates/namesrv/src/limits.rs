@@ -18,6 +18,12 @@ use tracing::warn;
 
 pub use transport::budget::{Budget, Held};
 
+/// The gate in front of the registration lane (`transport::gate`, #25): a connection whose last
+/// registration went to the lane waits before its next frame over 1 MiB while the lane has this
+/// much queued or on its way, a batch of S7's 2 MB bodies (`bench/results/peak-25-memory/`).
+pub const LANE_QUEUE_MARK: u64 = 16 << 20;
+pub type LaneGate = transport::gate::QueueGate<LANE_QUEUE_MARK>;
+
 /// A cap that can trigger. [`Cap::as_str`] is its `kind` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cap {
@@ -115,7 +121,7 @@ pub struct Limits {
     /// Bytes of answers waiting for their reader, all connections together.
     pub pending_response_bytes: Arc<Budget>,
     /// Large frames wait to begin while the registration lane has enough queued.
-    pub lane_gate: Arc<crate::lane_gate::LaneGate>,
+    pub lane_gate: Arc<LaneGate>,
     triggered: [AtomicU64; Cap::ALL.len()],
     /// Per cap: the trigger count at its last log line, and when that was (ms of a monotonic
     /// clock), packed as two u64s.

@@ -34,7 +34,7 @@ pub(crate) struct ConnCtx {
     /// against `tls.server.trustCertPath` (an identity for access control).
     pub certificate_cn: Option<Arc<str>>,
     /// Whether the connection's last registration went to the registration lane: only then
-    /// does its next large frame ask the lane gate (`crate::lane_gate`) before it begins.
+    /// does its next large frame ask the lane gate (`crate::limits::LaneGate`) before it begins.
     pub to_lane: Arc<std::sync::atomic::AtomicBool>,
 }
 

@@ -52,6 +52,7 @@ macro_rules! forward_async_write {
 pub mod budget;
 mod counted;
 mod fair;
+pub mod gate;
 pub mod proxy;
 mod reload;
 mod rewind;

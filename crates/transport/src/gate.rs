@@ -1,17 +1,14 @@
-//! `LaneGate`: large frames wait to begin while the registration lane has enough queued (#25).
-//! The lane applies registrations one batch at a time; bodies beyond what it can prepare ahead
-//! (`lane::PREPARED_AHEAD_BYTES`) only wait in memory, so under a churn of changed
-//! registrations (S7's 1 % churn: 200 brokers re-registering 2 MB bodies) they, and the bodies
-//! on their way to the lane, made much of the peak RSS. A connection whose last registration
-//! went to the lane and whose next frame announces more than a megabyte is paused
-//! (`transport::room::Room::pause`) before reading it while the bodies queued for the lane,
+//! `QueueGate`: large frames wait to begin while a queue behind the server holds its mark.
+//! The nameserver puts one in front of its registration lane (`namesrv::limits::LaneGate`,
+//! #25): the lane applies registrations one batch at a time, so under a churn of changed
+//! registrations (S7's 1 % churn: 200 brokers re-registering 2 MB bodies) the bodies queued
+//! for it, and those on their way, made much of the peak RSS. A connection the server sends
+//! here (its last registration went to the lane) whose next frame announces more than a
+//! megabyte is paused ([`crate::room::Room::pause`]) before reading it while the bodies queued,
 //! plus the large frames let on and not yet whole counted at the queue's average size, reach
-//! [`LANE_QUEUE_MARK`]; its bytes wait in the sender's socket instead. Counting those on their
-//! way lets the paused connections begin one at a time as the queue drains, not all at once.
-//!
-//! Connections whose registrations are answered in place (unchanged and DataVersion-only
-//! re-registrations, which never queue: S2's and the DataVersion churn's) never wait here and
-//! are not counted; nor are those that never registered a large body.
+//! the mark; its bytes wait in the sender's socket instead. Counting those on their way lets
+//! the paused connections begin one at a time as the queue drains, not all at once; they
+//! begin in the order they came.
 //!
 //! Nothing a sender announces is taken on trust: the queue is counted in the bytes of bodies
 //! that arrived whole, a frame on its way at the size of those, and for [`LET_ON_WINDOW`] at
@@ -27,24 +24,18 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// The bytes of registration bodies queued for the lane (or applied by it), with those on their
-/// way, at which large frames wait to begin: a batch of S7's 2 MB bodies. In S7 `t1m` runs the
-/// 1 % churn peaked at 326–327 MiB with it against 336–356 MiB at twice as much and 432–480
-/// without the gate, its registrations no slower.
-pub const LANE_QUEUE_MARK: u64 = 16 << 20;
-
 /// How long at most a frame let on counts as on its way: a sender that stalls stops counting
 /// then (its frame deadline closes it later), so stalled senders cannot keep the gate shut.
 pub const LET_ON_WINDOW: Duration = Duration::from_millis(500);
 
-/// See the module docs.
+/// See the module docs; `MARK`: the bytes queued and on their way at which it shuts.
 #[derive(Debug, Default)]
-pub struct LaneGate {
-    /// Bodies of the registrations on the lane: bytes, and how many.
+pub struct QueueGate<const MARK: u64> {
+    /// Bodies in the queue: bytes, and how many.
     queued_bytes: AtomicU64,
     queued: AtomicU64,
-    /// The size of the last body handed to the lane: what a frame on its way counts for
-    /// while the lane has no queue.
+    /// The size of the last body queued: what a frame on its way counts for while there is
+    /// no queue.
     last_body: AtomicU64,
     line: Mutex<Line>,
     next_name: AtomicU64,
@@ -60,14 +51,14 @@ struct Line {
     waiting: VecDeque<u64>,
 }
 
-/// A registration's body on the lane, counted until dropped (when it is answered).
+/// A body in the queue, counted until dropped (when it is answered).
 #[derive(Debug)]
-pub struct Queued {
-    gate: Arc<LaneGate>,
+pub struct Queued<const MARK: u64> {
+    gate: Arc<QueueGate<MARK>>,
     bytes: u64,
 }
 
-impl Drop for Queued {
+impl<const MARK: u64> Drop for Queued<MARK> {
     fn drop(&mut self) {
         self.gate.queued_bytes.fetch_sub(self.bytes, Ordering::AcqRel);
         self.gate.queued.fetch_sub(1, Ordering::AcqRel);
@@ -78,12 +69,12 @@ impl Drop for Queued {
 /// A large frame let on, counted as on its way until dropped (when it is whole, or its
 /// connection closes) or [`LET_ON_WINDOW`] has passed.
 #[derive(Debug)]
-pub struct LetOn {
-    gate: Arc<LaneGate>,
+pub struct LetOn<const MARK: u64> {
+    gate: Arc<QueueGate<MARK>>,
     name: u64,
 }
 
-impl Drop for LetOn {
+impl<const MARK: u64> Drop for LetOn<MARK> {
     fn drop(&mut self) {
         let mut line = self.gate.line.lock();
         if let Some(at) = line.arriving.iter().position(|&(name, _)| name == self.name) {
@@ -97,19 +88,19 @@ impl Drop for LetOn {
 /// A connection's place in the line of those waiting to begin a large frame; dropped, it
 /// leaves the line.
 #[derive(Debug)]
-pub struct Place {
-    gate: Arc<LaneGate>,
+pub struct Place<const MARK: u64> {
+    gate: Arc<QueueGate<MARK>>,
     name: u64,
 }
 
-impl Place {
+impl<const MARK: u64> Place<MARK> {
     /// The place's name, which the connection's stream asks the gate with.
     pub fn name(&self) -> u64 {
         self.name
     }
 }
 
-impl Drop for Place {
+impl<const MARK: u64> Drop for Place<MARK> {
     fn drop(&mut self) {
         let mut line = self.gate.line.lock();
         if let Some(at) = line.waiting.iter().position(|&name| name == self.name) {
@@ -120,16 +111,16 @@ impl Drop for Place {
     }
 }
 
-impl LaneGate {
-    /// Counts a body of `bytes` handed to the lane until the returned guard is dropped.
-    pub fn enter(self: &Arc<Self>, bytes: u64) -> Queued {
+impl<const MARK: u64> QueueGate<MARK> {
+    /// Counts a body of `bytes` in the queue until the returned guard is dropped.
+    pub fn enter(self: &Arc<Self>, bytes: u64) -> Queued<MARK> {
         self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
         self.queued.fetch_add(1, Ordering::AcqRel);
         self.last_body.store(bytes, Ordering::Release);
         Queued { gate: Arc::clone(self), bytes }
     }
 
-    /// Bytes of the bodies on the lane now.
+    /// Bytes of the bodies in the queue now.
     pub fn queued_bytes(&self) -> u64 {
         self.queued_bytes.load(Ordering::Acquire)
     }
@@ -148,7 +139,11 @@ impl LaneGate {
     /// line (or nobody waits and it has no place yet), counting the frame as on its way until
     /// the returned guard is dropped. Otherwise `None`, and the connection has a place in line
     /// (`place`, kept until it is let on or gives up).
-    pub fn admit(self: &Arc<Self>, now: Instant, place: &mut Option<Place>) -> Option<LetOn> {
+    pub fn admit(
+        self: &Arc<Self>,
+        now: Instant,
+        place: &mut Option<Place<MARK>>,
+    ) -> Option<LetOn<MARK>> {
         let mut line = self.line.lock();
         let first = match place {
             Some(p) => line.waiting.front() == Some(&p.name),
@@ -188,11 +183,11 @@ impl LaneGate {
             0 => self.last_body.load(Ordering::Acquire),
             n => bytes / n,
         };
-        bytes.saturating_add((arriving.len() as u64).saturating_mul(each)) < LANE_QUEUE_MARK
+        bytes.saturating_add((arriving.len() as u64).saturating_mul(each)) < MARK
     }
 }
 
-impl transport::room::Gate for LaneGate {
+impl<const MARK: u64> crate::room::Gate for QueueGate<MARK> {
     /// Asked by a paused connection's stream; its codec decides (and counts) once it has read.
     fn open(&self, place: u64) -> bool {
         let mut line = self.line.lock();
@@ -207,12 +202,15 @@ impl transport::room::Gate for LaneGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transport::room::Gate;
+    use crate::room::Gate;
+
+    const MARK: u64 = 16 << 20;
+    type LaneGate = QueueGate<MARK>;
 
     /// A sixteenth of the mark.
-    const BODY: u64 = LANE_QUEUE_MARK / 16;
+    const BODY: u64 = MARK / 16;
 
-    fn admit(gate: &Arc<LaneGate>, now: Instant) -> Option<LetOn> {
+    fn admit(gate: &Arc<LaneGate>, now: Instant) -> Option<LetOn<MARK>> {
         gate.admit(now, &mut None)
     }
 
@@ -220,10 +218,10 @@ mod tests {
     fn open_until_a_body_went_to_the_lane_then_shut_at_the_mark() {
         let gate = Arc::new(LaneGate::default());
         let now = Instant::now();
-        let early: Vec<LetOn> = (0..20).map(|_| admit(&gate, now).expect("open")).collect();
+        let early: Vec<LetOn<MARK>> = (0..20).map(|_| admit(&gate, now).expect("open")).collect();
         assert_eq!(gate.arriving(), 20, "counted all the same");
         drop(early);
-        let queued: Vec<Queued> = (0..15).map(|_| gate.enter(BODY)).collect();
+        let queued: Vec<Queued<MARK>> = (0..15).map(|_| gate.enter(BODY)).collect();
         let one = admit(&gate, now).expect("15 bodies queued: one more may begin");
         let mut place = None;
         assert!(gate.admit(now, &mut place).is_none(), "it counts as on its way: the mark");
@@ -236,7 +234,7 @@ mod tests {
         assert_eq!((gate.queued_bytes(), gate.waiting()), (0, 0));
         // The lane drained faster than frames arrive: those on their way count at the last
         // body's size.
-        let on_the_way: Vec<LetOn> = (0..20).filter_map(|_| admit(&gate, now)).collect();
+        let on_the_way: Vec<LetOn<MARK>> = (0..20).filter_map(|_| admit(&gate, now)).collect();
         assert_eq!(on_the_way.len(), 16, "16 bodies: the mark");
     }
 
@@ -246,7 +244,7 @@ mod tests {
     fn frames_let_on_count_until_whole_or_for_the_window() {
         let gate = Arc::new(LaneGate::default());
         let start = Instant::now();
-        let _queued: Vec<Queued> = (0..15).map(|_| gate.enter(BODY)).collect();
+        let _queued: Vec<Queued<MARK>> = (0..15).map(|_| gate.enter(BODY)).collect();
         let _stalled = admit(&gate, start).expect("15 bodies queued: one more");
         let mut place = None;
         assert!(gate.admit(start, &mut place).is_none(), "15 queued + 1 on its way: the mark");
@@ -261,13 +259,13 @@ mod tests {
     fn waiting_connections_are_let_on_in_the_order_they_came() {
         let gate = Arc::new(LaneGate::default());
         let now = Instant::now();
-        let mut queued: Vec<Queued> = (0..16).map(|_| gate.enter(BODY)).collect();
-        let mut places: Vec<Option<Place>> = (0..4).map(|_| None).collect();
+        let mut queued: Vec<Queued<MARK>> = (0..16).map(|_| gate.enter(BODY)).collect();
+        let mut places: Vec<Option<Place<MARK>>> = (0..4).map(|_| None).collect();
         for place in &mut places {
             assert!(gate.admit(now, place).is_none());
         }
         assert_eq!(gate.waiting(), 4);
-        let names: Vec<u64> = places.iter().flatten().map(Place::name).collect();
+        let names: Vec<u64> = places.iter().flatten().map(Place::<MARK>::name).collect();
         queued.pop();
         assert!(!gate.open(names[1]), "room for one, and not the second's turn");
         assert!(gate.admit(now, &mut places[1]).is_none());
