@@ -164,11 +164,12 @@ impl ServerCodec {
     /// asks the lane gate (`transport::gate`) before it holds anything; while it is shut, the
     /// connection is paused, its frame not yet begun (its deadline not running).
     fn may_begin(&mut self) -> bool {
-        let large = self.inner.pending_len().is_some_and(|len| len as u64 > LARGE_BYTES);
+        let pending = self.inner.pending_len();
+        let large = pending.is_some_and(|len| len as u64 > LARGE_BYTES);
         if !large || self.held.bytes() > 0 || !self.to_lane.load(Ordering::Acquire) {
             // Small, already under way (its first bytes arrived in a read that held room), or
             // from a broker whose last registration was answered in place.
-            self.let_on = self.inner.pending_len().is_some();
+            self.let_on = pending.is_some();
             return true;
         }
         let gate = &self.state.limits.lane_gate;

@@ -126,7 +126,8 @@ impl<const MARK: u64> QueueGate<MARK> {
     }
 
     /// Large frames let on and on their way now (let on within [`LET_ON_WINDOW`]).
-    pub fn arriving(&self) -> usize {
+    #[cfg(test)]
+    fn arriving(&self) -> usize {
         self.line.lock().arriving.len()
     }
 
