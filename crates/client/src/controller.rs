@@ -19,8 +19,13 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::namesrv::{bad, decode_opt, some};
 
-/// How many times [`Client::on_controller_leader`] tries before giving a 2007 back.
-pub const LEADER_ATTEMPTS: u32 = 6;
+/// How long [`Client::on_controller_leader`] keeps looking for a leader before giving a 2007
+/// back: an election at the default timeouts (1.5 s, randomized up to twice that) plus the new
+/// leader's first quorum confirmation, with room for a busy machine.
+pub const LEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The pause between two attempts of [`Client::on_controller_leader`].
+const LEADER_RETRY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn now_millis() -> i64 {
     std::time::SystemTime::now()
@@ -48,16 +53,29 @@ impl Client {
     }
 
     /// Runs `call` on the controller leader; when the node it reached answers
-    /// CONTROLLER_NOT_LEADER (2007: leadership moved between the look-up and the call, and
-    /// nothing was applied), looks the leader up again and retries, up to
-    /// [`LEADER_ATTEMPTS`] times half a second apart. Java's admin fails at the first 2007;
-    /// any other answer or error is returned as it is.
+    /// CONTROLLER_NOT_LEADER (2007: leadership moved between the look-up and the call, or an
+    /// election is under way, and nothing was applied), looks the leader up again and retries
+    /// every half second for up to [`LEADER_WAIT`]. Java's admin fails at the first 2007; any
+    /// other answer or error is returned as it is.
     pub async fn on_controller_leader<T, F, Fut>(&self, call: F) -> Result<T>
     where
         F: Fn(Client) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let mut attempt = 1;
+        self.on_controller_leader_within(LEADER_WAIT, call).await
+    }
+
+    /// [`Client::on_controller_leader`], giving the 2007 back once `wait` has passed.
+    pub async fn on_controller_leader_within<T, F, Fut>(
+        &self,
+        wait: std::time::Duration,
+        call: F,
+    ) -> Result<T>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             let outcome = match self.controller_leader().await {
                 Ok(leader) => call(leader).await,
@@ -66,10 +84,9 @@ impl Client {
             match outcome {
                 Err(Error::Server { code, .. })
                     if code == i32::from(ResponseCode::ControllerNotLeader)
-                        && attempt < LEADER_ATTEMPTS =>
+                        && tokio::time::Instant::now() + LEADER_RETRY_EVERY < deadline =>
                 {
-                    attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    tokio::time::sleep(LEADER_RETRY_EVERY).await;
                 }
                 other => return other,
             }

@@ -16,7 +16,7 @@ pub mod route_cache;
 pub mod tls;
 
 pub use client::{parse_addrs, Client, ClientConfig};
-pub use controller::LEADER_ATTEMPTS;
+pub use controller::LEADER_WAIT;
 pub use error::{Error, Result};
 pub use namesrv::{
     BrokerIdentity, QueryDataVersionResult, RegisterBroker, RegisterBrokerResult, RouteOptions,
