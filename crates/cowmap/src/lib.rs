@@ -22,6 +22,7 @@
 //! the look-up's share of the server's time went from 13 % to 21 %).
 
 mod key;
+mod leaf;
 mod pair;
 
 pub use key::InlineKey;
@@ -31,7 +32,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
-use hashbrown::HashTable;
+use leaf::Leaf;
 
 /// Middle nodes under the root.
 const FANOUT: usize = 256;
@@ -62,19 +63,17 @@ impl<V> Keyed for (Arc<str>, V) {
     }
 }
 
-/// A string-keyed map with copy-on-write nodes. `V` should be cheap to clone (an `Arc`).
+/// A string-keyed map with copy-on-write nodes. A value is cloned when a write copies its leaf:
+/// it should be small and cheap to clone (an `Arc`, or a small struct of them).
 /// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, the next
-/// bits (as many as its leaves need, up to 8) the leaf (the leaf's table uses the low bits for
-/// buckets and the top 7 for its control bytes).
+/// bits (as many as its leaves need, up to 8) the leaf, and the top byte is the value's tag in
+/// its leaf ([`leaf`]).
 #[derive(Clone)]
 pub struct CowMap<V> {
     mids: [Slot<V>; FANOUT],
     hasher: RandomState,
     len: usize,
 }
-
-/// One leaf: values (each with its key) in a table probed with the map's hash.
-type Leaf<V> = HashTable<V>;
 
 /// The root's pointer to a middle node, beside the node's mask (`mask + 1` leaves in use, a
 /// power of two): a look-up reads both from one line of the root, then the leaf pointer from
@@ -97,7 +96,7 @@ impl<V> Default for CowMap<V> {
     fn default() -> Self {
         // Every slot starts on one shared empty leaf and middle node (copied on first write), so
         // an empty map is a few allocations.
-        let leaf: Arc<Leaf<V>> = Arc::new(HashTable::new());
+        let leaf: Arc<Leaf<V>> = Arc::new(Leaf::default());
         let mid = Arc::new(Mid { len: 0, leaves: std::array::from_fn(|_| Arc::clone(&leaf)) });
         Self {
             mids: std::array::from_fn(|_| Slot { mask: 0, node: Arc::clone(&mid) }),
@@ -132,11 +131,11 @@ impl<V: Keyed + Clone> Slot<V> {
         while self.mask < mask_for(len) {
             let old = self.mask + 1;
             for j in 0..old {
-                let (mut low, mut high) = (HashTable::new(), HashTable::new());
+                let (mut low, mut high) = (Leaf::default(), Leaf::default());
                 for v in node.leaves[j].iter() {
                     let hash = hasher.hash_one(v.key());
                     let to = if leaf_of(hash, 2 * old - 1) == j { &mut low } else { &mut high };
-                    to.insert_unique(hash, v.clone(), |v| hasher.hash_one(v.key()));
+                    to.push(hash, v.clone());
                 }
                 node.leaves[j] = Arc::new(low);
                 node.leaves[j + old] = Arc::new(high);
@@ -174,7 +173,7 @@ impl<V: Keyed + Clone> CowMap<V> {
 
     pub fn get(&self, key: &str) -> Option<&V> {
         let hash = self.hash(key);
-        self.leaf(hash).find(hash, |v| v.key() == key)
+        self.leaf(hash).get(hash, key)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -185,32 +184,26 @@ impl<V: Keyed + Clone> CowMap<V> {
     /// shared with a snapshot.
     pub fn insert(&mut self, value: V) -> Option<V> {
         let hash = self.hash(value.key());
-        let hasher = self.hasher.clone();
         // Room for one more key only when it is new (a replacement never moves a leaf).
-        let new = self.leaf(hash).find(hash, |v| v.key() == value.key()).is_none();
+        let new = self.leaf(hash).get(hash, value.key()).is_none();
         let (mid, mask) = self.mid_mut(mid_of(hash), usize::from(new));
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        match leaf.entry(hash, |v| v.key() == value.key(), |v| hasher.hash_one(v.key())) {
-            hashbrown::hash_table::Entry::Occupied(mut slot) => {
-                Some(std::mem::replace(slot.get_mut(), value))
-            }
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(value);
-                mid.len += 1;
-                self.len += 1;
-                None
-            }
+        let old = leaf.insert(hash, value);
+        if old.is_none() {
+            mid.len += 1;
+            self.len += 1;
         }
+        old
     }
 
     /// Removes; copies the leaf only when the key is present. (A middle node keeps its leaves:
     /// a table that shrank is looked up as fast as before.)
     pub fn remove(&mut self, key: &str) -> Option<V> {
         let hash = self.hash(key);
-        self.leaf(hash).find(hash, |v| v.key() == key)?;
+        self.leaf(hash).get(hash, key)?;
         let (mid, mask) = self.mid_mut(mid_of(hash), 0);
         let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        let (old, _) = leaf.find_entry(hash, |v| v.key() == key).ok()?.remove();
+        let old = leaf.remove(hash, key)?;
         mid.len -= 1;
         self.len -= 1;
         Some(old)
@@ -242,7 +235,6 @@ impl<V: Keyed + Clone> CowMap<V> {
             .chunk_by(|a, b| slot_of(&self.mids, a.0) == slot_of(&self.mids, b.0))
             .map(<[_]>::len)
             .collect();
-        let hasher = self.hasher.clone();
         let (mut inserted, mut replaced) = (0, 0);
         let mut entries = hashed.into_iter();
         for run in runs {
@@ -250,19 +242,13 @@ impl<V: Keyed + Clone> CowMap<V> {
             let Some(&(hash, _)) = run_entries.peek() else { break };
             let (mid, mask) = self.mid_mut(mid_of(hash), 0);
             let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-            leaf.reserve(run, |v| hasher.hash_one(v.key()));
+            leaf.reserve(run);
             for (hash, value) in run_entries {
-                let rehash = |v: &V| hasher.hash_one(v.key());
-                match leaf.entry(hash, |v| v.key() == value.key(), rehash) {
-                    hashbrown::hash_table::Entry::Occupied(mut slot) => {
-                        *slot.get_mut() = value;
-                        replaced += 1;
-                    }
-                    hashbrown::hash_table::Entry::Vacant(slot) => {
-                        slot.insert(value);
-                        mid.len += 1;
-                        inserted += 1;
-                    }
+                if leaf.insert(hash, value).is_some() {
+                    replaced += 1;
+                } else {
+                    mid.len += 1;
+                    inserted += 1;
                 }
             }
         }
