@@ -77,7 +77,8 @@ pub struct CowMap<V> {
 
 /// The root's pointer to a middle node, beside the node's mask (`mask + 1` leaves in use, a
 /// power of two): a look-up reads both from one line of the root, then the leaf pointer from
-/// the node, then the leaf's table (as many dependent reads as a one-level map of shards).
+/// the node, then the leaf, then the value (as many dependent reads as a one-level map of
+/// shards).
 #[derive(Clone)]
 struct Slot<V> {
     mask: usize,
