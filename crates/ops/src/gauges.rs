@@ -180,7 +180,7 @@ impl StateGauges {
         );
         r.register(
             "frames_waiting_for_lane",
-            "Connections whose next large frame waits to begin while the registration lane has 16 MiB of registrations queued (their last registration went to it)",
+            "Connections whose next large frame waits to begin while the registration lane has 8 MiB of registrations queued (their last registration went to it)",
             plain(self.caps.frames_waiting_for_lane),
         );
         r.register(
