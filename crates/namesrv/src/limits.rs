@@ -20,11 +20,7 @@ pub use transport::budget::{Budget, Held};
 
 /// The gate in front of the registration lane (`transport::gate`, #25): a connection whose last
 /// registration went to the lane waits before its next frame over 1 MiB while the lane has this
-/// much queued or on its way: four of S7's 2 MB bodies. 32 → 16 MiB took the 1 % churn's peak
-/// from 1.74× to 1.61–1.65× steady (AMD, `bench/results/peak-25-memory/`); 16 → 8 MiB, on an
-/// Intel Xeon, two runs each alternated, 1.39 / 1.42× against 1.42 / 1.51×, its reads 0.66 /
-/// 0.60× calm against 0.60 / 0.58×, its registration p99 33 / 43 ms against 47 / 40 ms
-/// (`bench/results/paired-25-leaves/`).
+/// much queued or on its way: four of S7's 2 MB bodies (`bench/results/paired-25-leaves/`).
 pub const LANE_QUEUE_MARK: u64 = 8 << 20;
 pub type LaneGate = transport::gate::QueueGate<LANE_QUEUE_MARK>;
 
