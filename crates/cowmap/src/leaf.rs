@@ -89,6 +89,26 @@ impl<V: Keyed> Leaf<V> {
         Some(self.values.swap_remove(i))
     }
 
+    /// Fetches the values' array ahead (its first two lines: 16 pointers).
+    pub(crate) fn prefetch_values(&self) {
+        for i in [0, 8] {
+            if let Some(v) = self.values.get(i) {
+                mem_prefetch::prefetch_read_data::<_, 3>(v);
+            }
+        }
+    }
+
+    /// Fetches ahead what the values whose tag matches `hash`'s point to, or with `all` what
+    /// every value points to (a copy of the leaf counts a reference of each).
+    pub(crate) fn prefetch_targets(&self, hash: u64, all: bool) {
+        let tag = tag(hash);
+        for (t, v) in self.tags.iter().zip(&self.values) {
+            if all || *t == tag {
+                v.prefetch();
+            }
+        }
+    }
+
     pub(crate) fn iter(&self) -> std::slice::Iter<'_, V> {
         self.values.iter()
     }

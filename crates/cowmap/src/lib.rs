@@ -49,11 +49,19 @@ const LEAF_KEYS: usize = 16;
 /// copies). A `(key, value)` pair is one too.
 pub trait Keyed {
     fn key(&self) -> &str;
+
+    /// Hints the processor to fetch what reading the key will read, without reading it (see
+    /// [`CowMap::fetch_ahead`]); nothing for a value that holds its key inline.
+    fn prefetch(&self) {}
 }
 
 impl<T: Keyed> Keyed for Arc<T> {
     fn key(&self) -> &str {
         (**self).key()
+    }
+
+    fn prefetch(&self) {
+        mem_prefetch::prefetch_read_data::<T, 3>(self);
     }
 }
 
@@ -175,6 +183,32 @@ impl<V: Keyed + Clone> CowMap<V> {
     pub fn get(&self, key: &str) -> Option<&V> {
         let hash = self.hash(key);
         self.leaf(hash).get(hash, key)
+    }
+
+    /// The hash this map files `key` under (for [`CowMap::fetch_ahead`]).
+    pub fn hash_of(&self, key: &str) -> u64 {
+        self.hash(key)
+    }
+
+    /// For a run of look-ups and writes of the keys whose hashes ([`CowMap::hash_of`]) are
+    /// `hashes`, in order, now at the `i`th: fetches ahead what the later ones will read, a step
+    /// of each one's chain of dependent reads at a time (the leaf of the 12th next, its values
+    /// of the 8th next, and the values the tag picks, with every value when the leaf is shared
+    /// and a write would copy it counting a reference of each, of the 4th next). A hint only.
+    /// At a fleet's cold start of 1,000,000 topics each step of a registration's writes missed
+    /// the cache: the look-ups were 20 % of the lane's samples and the leaf copies 16 %; with
+    /// this 2 % and 6 %, and the fetching itself 16 % (the misses now taken ahead) (#25).
+    pub fn fetch_ahead(&self, hashes: &[u64], i: usize) {
+        if let Some(&hash) = hashes.get(i + 12) {
+            mem_prefetch::prefetch_read_data::<_, 3>(&**self.leaf(hash));
+        }
+        if let Some(&hash) = hashes.get(i + 8) {
+            self.leaf(hash).prefetch_values();
+        }
+        if let Some(&hash) = hashes.get(i + 4) {
+            let leaf = self.leaf(hash);
+            leaf.prefetch_targets(hash, Arc::strong_count(leaf) > 1);
+        }
     }
 
     pub fn contains_key(&self, key: &str) -> bool {

@@ -230,12 +230,11 @@ impl RouteTable {
         changed: bool,
         wipe_write: bool,
     ) {
-        for tc in wrapper.topic_config_table.values() {
-            let Some(topic) = tc.topic_name.as_deref() else {
-                continue; // Java throws here (§11 #29); skipping is the safe reading.
-            };
-            let put =
-                changed || self.topics.get(topic).is_none_or(|entry| entry.queue(name).is_none());
+        let topics = wrapper.named_topics();
+        let hashes: Vec<u64> = topics.iter().map(|(topic, _)| self.topics.hash_of(topic)).collect();
+        for (i, &(topic, tc)) in topics.iter().enumerate() {
+            self.topics.fetch_ahead(&hashes, i);
+            let put = changed || self.topics.get(topic).is_none_or(|e| e.queue(name).is_none());
             if put {
                 let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
                 self.put_queue(topic, name, QueueSpec::from_topic_config(tc, perm));

@@ -517,6 +517,16 @@ pub struct TopicConfigAndMappingSerializeWrapper {
     pub topic_queue_mapping_info_map: BTreeMap<String, TopicQueueMappingInfo>,
 }
 
+impl TopicConfigAndMappingSerializeWrapper {
+    /// The topic table's configs that name their topic, with the name, in the table's order (a
+    /// nameless one, on which Java's registration throws (§11 #29), is left out: the safe
+    /// reading).
+    pub fn named_topics(&self) -> Vec<(&str, &TopicConfig)> {
+        let named = self.topic_config_table.values();
+        named.filter_map(|tc| Some((tc.topic_name.as_deref()?, tc))).collect()
+    }
+}
+
 /// Java `RegisterBrokerBody` (uncompressed JSON form; see [`compressed`] for the zlib form).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
