@@ -2,9 +2,8 @@
 //! thread applies the ones before it (#25): skims and digests its body and decodes its
 //! difference from the address's base of the moment, or, when the lane will decode the body
 //! whole (no base: a broker's first registration, as at a fleet's cold start; a compressed
-//! body; `deleteTopicWithBrokerRegistration`), decodes it. The lane takes each only if it still
-//! applies (the same flag, the same base, the same body limits), and does the work itself if
-//! not.
+//! body; `deleteTopicWithBrokerRegistration`), decodes it, from its skim when it has one. The
+//! lane takes each only if it still applies (the same flag, base and body limits), or redoes it.
 
 use remoting::body::compressed::BodyLimits;
 use remoting::body::difference::Skimmed;
@@ -67,7 +66,10 @@ pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
         }
         _ => false,
     };
-    let body = (!differs).then(|| (limits, register_body(request, compressed, limits)));
+    let body = (!differs).then(|| {
+        let whole = skimmed.as_ref().and_then(|s| s.decode_whole(request, limits));
+        (limits, whole.map_or_else(|| register_body(request, compressed, limits), Ok))
+    });
     let mut ahead = Ahead { skimmed, body, held: 0 };
     ahead.held = ahead.held_bytes(request.body_bytes().len(), compressed);
     ahead

@@ -90,9 +90,8 @@ fn body_refused(state: &State, conn: &ConnCtx, error: BodyError) -> HandlerResul
     Err(HandlerError::Capped(remark))
 }
 
-/// Bodies above this size are decoded and applied on the registration lane (one thread fewer
-/// than the cores), so a 50k-topic registration holds up neither the other connections of this
-/// async worker nor, on a saturated machine, the route reads.
+/// Bodies above this size go to the registration lane (one thread fewer than the cores): a
+/// 50k-topic one holds up neither this worker's other connections nor, if saturated, reads.
 const INLINE_REGISTER_BODY_LIMIT: usize = 64 * 1024;
 
 /// 103: register or refresh a broker and its topics.

@@ -20,6 +20,7 @@ pub mod crc;
 pub mod difference;
 pub mod json;
 mod lenient;
+pub mod plain_topic;
 pub mod register_digest;
 pub mod skim;
 pub mod table_digest;

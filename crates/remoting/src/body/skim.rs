@@ -71,6 +71,8 @@ pub struct TopicTable<'a> {
     pub entries: Vec<(&'a [u8], &'a [u8])>,
     /// The body outside the `DataVersion` value and the `topicConfigTable` value, in order.
     pub outside: [&'a [u8]; 3],
+    /// The `topicConfigTable` value.
+    pub table: &'a [u8],
     /// The body before and after the `DataVersion` value (as [`Skimmed`]'s).
     pub before: &'a [u8],
     pub after: &'a [u8],
@@ -118,9 +120,11 @@ pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<
     let (dv, table) = (dv?, table?);
     let data_version = from_json(&bytes[dv.clone()]).ok()?;
     let (before, after) = (&bytes[..dv.start], &bytes[dv.end..]);
+    let table_bytes = &bytes[table.clone()];
     let (first, second) = if dv.start < table.start { (dv, table) } else { (table, dv) };
     let outside = [&bytes[..first.start], &bytes[first.end..second.start], &bytes[second.end..]];
-    Some(TopicTable { data_version, entries, outside, before, after })
+    let table = table_bytes;
+    Some(TopicTable { data_version, entries, outside, table, before, after })
 }
 
 /// What a walk of the wrapper found: the `DataVersion` and `topicConfigTable` values and the
