@@ -303,5 +303,13 @@ mod tests {
                 prop_assert_eq!(Some(fast), serde(&bytes));
             }
         }
+
+        /// Any bytes at all: an answer or `None`, never a panic.
+        #[test]
+        fn any_bytes_never_panic_the_reader(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Some(fast) = read_topic_config(&bytes) {
+                prop_assert_eq!(Some(fast), serde(&bytes));
+            }
+        }
     }
 }
