@@ -13,7 +13,7 @@ use std::ops::Range;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::compressed::BodyLimits;
-use super::plain_topic::read_topic_config;
+use super::plain_topic::{plain_text, read_topic_config};
 use super::skim::skim_topic_table;
 use super::table_digest::{DeltaBase, TableDigests};
 use super::{from_json, DataVersion, RegisterBrokerBody, TopicConfig};
@@ -134,13 +134,10 @@ impl Skimmed {
             RegisterBrokerBody::decode_limited(&rest, false, broker_version, limits).ok()?;
         let mut entries = Vec::with_capacity(self.entries.len());
         for (key, value) in &self.entries {
-            let key = &body[key.clone()];
-            if key.iter().any(|&b| b < 0x20) {
-                return None; // strict JSON refuses it: the lenient decoder decides
-            }
+            let key = plain_text(&body[key.clone()])?;
             let value = &body[value.clone()];
             let tc = read_topic_config(value).or_else(|| from_json(value).ok())?;
-            entries.push((std::str::from_utf8(key).ok()?.to_owned(), tc));
+            entries.push((key.to_owned(), tc));
         }
         // Built in one go from the array, no copy of it grown on the way (sorted, a repeated
         // key keeping its last entry, as the decoder's inserts do).

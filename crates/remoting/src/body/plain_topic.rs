@@ -84,6 +84,16 @@ pub fn read_topic_config(bytes: &[u8]) -> Option<TopicConfig> {
     (r.at == bytes.len()).then_some(tc)
 }
 
+/// The bytes of a string without escapes (between its quotes) as text, as the lenient decoder
+/// reads them; `None` for a control character (strict JSON refuses it: the lenient decoder
+/// decides) or bytes that are not UTF-8.
+pub(crate) fn plain_text(bytes: &[u8]) -> Option<&str> {
+    if bytes.iter().any(|&b| b < 0x20) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -119,22 +129,21 @@ impl<'a> Reader<'a> {
         found
     }
 
-    /// A string's bytes between its quotes: no escape, no control character.
+    /// A string's bytes between its quotes, without an escape (compared with a field's name or
+    /// a filter type, or taken as [`plain_text`]).
     fn plain_str(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.at;
         let len = memchr::memchr2(b'"', b'\\', &self.bytes[start..])?;
-        let s = &self.bytes[start..start + len];
-        if self.bytes[start + len] != b'"' || s.iter().any(|&b| b < 0x20) {
+        if self.bytes[start + len] != b'"' {
             return None;
         }
         self.at = start + len + 1;
-        Some(s)
+        Some(&self.bytes[start..start + len])
     }
 
-    /// A plain string as UTF-8 text.
     fn text(&mut self) -> Option<String> {
-        std::str::from_utf8(self.plain_str()?).ok().map(str::to_owned)
+        plain_text(self.plain_str()?).map(str::to_owned)
     }
 
     fn boolean(&mut self) -> Option<bool> {
