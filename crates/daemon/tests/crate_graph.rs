@@ -119,7 +119,7 @@ fn the_core_depends_on_no_http_exposition_tls_yaml_or_controller_crate() {
 #[test]
 fn transport_acl_and_the_cores_own_parts_sit_below_the_core_and_ops_above_it() {
     let packages = workspace();
-    for lower in ["transport", "acl", "kv", "events", "lane", "cowmap", "intern"] {
+    for lower in ["transport", "acl", "kv", "events", "lane", "cowmap", "intern", "packed"] {
         let closure = normal_closure(&packages, lower);
         for higher in ["namesrv", "ops", "daemon", "controller"] {
             assert!(!closure.contains(higher), "{lower} is built on {higher}");

@@ -40,7 +40,6 @@
 
 mod v1;
 mod v2;
-mod wire;
 
 use std::io::{self, Seek, SeekFrom, Write};
 
@@ -80,6 +79,12 @@ pub enum SnapshotError {
     /// a name that is not UTF-8, …).
     #[error("route snapshot payload malformed at byte {at}: {what}")]
     Malformed { at: usize, what: &'static str },
+}
+
+impl From<packed::Malformed> for SnapshotError {
+    fn from(packed::Malformed { at, what }: packed::Malformed) -> Self {
+        Self::Malformed { at, what }
+    }
 }
 
 /// What a restored snapshot held.

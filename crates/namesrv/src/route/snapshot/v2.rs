@@ -38,8 +38,11 @@ use remoting::body::{DataVersion, TopicQueueMappingInfo};
 use super::super::table::{
     Group, Live, QueueList, QueueSpec, Registration, RouteTable, TopicEntry,
 };
-use super::wire::{Reader, Result, Sink};
-use super::RESTORED_CONN;
+use packed::{Reader, Sink};
+
+use super::{SnapshotError, RESTORED_CONN};
+
+type Result<T> = std::result::Result<T, SnapshotError>;
 
 /// One topic's queues, as the table holds them.
 type Queues = <QueueList as std::ops::Deref>::Target;
@@ -297,7 +300,7 @@ impl Sids {
     }
 
     fn at(&self, r: &Reader<'_>, i: usize) -> Result<Arc<str>> {
-        self.0.get(i).cloned().ok_or_else(|| r.malformed("a string index out of the table"))
+        Ok(self.0.get(i).cloned().ok_or_else(|| r.malformed("a string index out of the table"))?)
     }
 
     /// A queue list's broker: sid + 1, or 0 and a new string.
@@ -334,7 +337,7 @@ fn read_group(r: &mut Reader<'_>, strings: &Sids) -> Result<Group> {
     group.enable_acting_master = match r.byte()? {
         0 => false,
         1 => true,
-        _ => return Err(r.malformed("a flag that is neither 0 nor 1")),
+        _ => return Err(r.malformed("a flag that is neither 0 nor 1").into()),
     };
     Ok(group)
 }
@@ -396,7 +399,7 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
                 lists.len() - 1
             }
             k if k <= lists.len() => k - 1,
-            _ => return Err(r.malformed("a queue list index out of the dictionary")),
+            _ => return Err(r.malformed("a queue list index out of the dictionary").into()),
         };
         if lists[list].queues.is_empty() {
             continue; // no queue, no topic (as v1)
@@ -404,7 +407,7 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
         topics.push(Arc::new(lists[list].named(topic)));
     }
     if table.topics.insert_many(topics) > 0 {
-        return Err(r.malformed("a topic twice"));
+        return Err(r.malformed("a topic twice").into());
     }
     Ok(())
 }

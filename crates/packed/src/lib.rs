@@ -1,17 +1,31 @@
-//! The v2 payload's primitives: LEB128 varints (zigzag for signed values), length-prefixed
-//! bytes; [`Sink`] writes them through a bounded buffer with the CRC32 computed on the way,
-//! [`Reader`] reads them back from a slice and checks every length and count against the bytes
-//! left (a count is never trusted to size an allocation).
+//! Packed records (the route snapshot's v2 payload): LEB128 varints (zigzag for signed
+//! values), length-prefixed bytes; [`Sink`] writes them through a bounded buffer with the CRC32
+//! computed on the way, [`Reader`] reads them back from a slice and checks every length and
+//! count against the bytes left (a count is never trusted to size an allocation).
 
+use std::fmt;
 use std::io::{self, Write};
 
-use super::SnapshotError;
+/// Bytes that do not read as what was asked: where, and what was wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed {
+    pub at: usize,
+    pub what: &'static str,
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed at byte {}: {}", self.at, self.what)
+    }
+}
+
+impl std::error::Error for Malformed {}
 
 /// How much [`Sink`] buffers before writing through.
 const CHUNK: usize = 64 * 1024;
 
 /// A buffered writer that counts and checksums what passes through it.
-pub(super) struct Sink<W: Write> {
+pub struct Sink<W: Write> {
     inner: W,
     buf: Vec<u8>,
     crc: crc32fast::Hasher,
@@ -19,7 +33,7 @@ pub(super) struct Sink<W: Write> {
 }
 
 impl<W: Write> Sink<W> {
-    pub(super) fn new(inner: W) -> Self {
+    pub fn new(inner: W) -> Self {
         Self { inner, buf: Vec::with_capacity(CHUNK + 1024), crc: crc32fast::Hasher::new(), len: 0 }
     }
 
@@ -38,7 +52,7 @@ impl<W: Write> Sink<W> {
         Ok(())
     }
 
-    pub(super) fn varint(&mut self, mut v: u64) -> io::Result<()> {
+    pub fn varint(&mut self, mut v: u64) -> io::Result<()> {
         while v >= 0x80 {
             self.buf.push((v as u8) | 0x80);
             v >>= 7;
@@ -47,21 +61,21 @@ impl<W: Write> Sink<W> {
         self.spill_if_full()
     }
 
-    pub(super) fn signed(&mut self, v: i64) -> io::Result<()> {
+    pub fn signed(&mut self, v: i64) -> io::Result<()> {
         self.varint(((v << 1) ^ (v >> 63)) as u64)
     }
 
-    pub(super) fn count(&mut self, n: usize) -> io::Result<()> {
+    pub fn count(&mut self, n: usize) -> io::Result<()> {
         self.varint(n as u64)
     }
 
-    pub(super) fn byte(&mut self, b: u8) -> io::Result<()> {
+    pub fn byte(&mut self, b: u8) -> io::Result<()> {
         self.buf.push(b);
         self.spill_if_full()
     }
 
     /// Raw bytes, no length.
-    pub(super) fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         if bytes.len() >= CHUNK {
             self.spill()?;
             self.crc.update(bytes);
@@ -73,41 +87,41 @@ impl<W: Write> Sink<W> {
     }
 
     /// Length-prefixed bytes.
-    pub(super) fn bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub fn bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.count(bytes.len())?;
         self.raw(bytes)
     }
 
     /// Writes what is buffered; the inner writer, the bytes written and their CRC32.
-    pub(super) fn finish(mut self) -> io::Result<(W, u64, u32)> {
+    pub fn finish(mut self) -> io::Result<(W, u64, u32)> {
         self.spill()?;
         Ok((self.inner, self.len, self.crc.finalize()))
     }
 }
 
-/// Reads a v2 payload.
-pub(super) struct Reader<'a> {
+/// Reads packed records.
+pub struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
 }
 
-pub(super) type Result<T> = std::result::Result<T, SnapshotError>;
+pub type Result<T> = std::result::Result<T, Malformed>;
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> Self {
+    pub fn new(bytes: &'a [u8]) -> Self {
         Self { bytes, pos: 0 }
     }
 
     /// An error at the current position.
-    pub(super) fn malformed(&self, what: &'static str) -> SnapshotError {
-        SnapshotError::Malformed { at: self.pos, what }
+    pub fn malformed(&self, what: &'static str) -> Malformed {
+        Malformed { at: self.pos, what }
     }
 
-    pub(super) fn remaining(&self) -> usize {
+    pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
     }
 
-    pub(super) fn varint(&mut self) -> Result<u64> {
+    pub fn varint(&mut self) -> Result<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let Some(&b) = self.bytes.get(self.pos) else {
@@ -125,25 +139,25 @@ impl<'a> Reader<'a> {
         Err(self.malformed("a number over 64 bits"))
     }
 
-    pub(super) fn signed(&mut self) -> Result<i64> {
+    pub fn signed(&mut self) -> Result<i64> {
         let v = self.varint()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
     }
 
-    pub(super) fn i32(&mut self) -> Result<i32> {
+    pub fn i32(&mut self) -> Result<i32> {
         let v = self.signed()?;
         i32::try_from(v).map_err(|_| self.malformed("a 32-bit number out of range"))
     }
 
     /// A number that indexes something or counts bytes (at most `usize`).
-    pub(super) fn index(&mut self) -> Result<usize> {
+    pub fn index(&mut self) -> Result<usize> {
         let v = self.varint()?;
         usize::try_from(v).map_err(|_| self.malformed("an index out of range"))
     }
 
     /// A count of records each at least `min_record` bytes long: refused when the bytes left
     /// cannot hold that many, so no allocation sized by it exceeds the file's own size.
-    pub(super) fn count(&mut self, min_record: usize) -> Result<usize> {
+    pub fn count(&mut self, min_record: usize) -> Result<usize> {
         let n = self.index()?;
         if n > self.remaining() / min_record.max(1) {
             return Err(self.malformed("a count larger than the bytes left"));
@@ -151,14 +165,14 @@ impl<'a> Reader<'a> {
         Ok(n)
     }
 
-    pub(super) fn byte(&mut self) -> Result<u8> {
+    pub fn byte(&mut self) -> Result<u8> {
         let b =
             *self.bytes.get(self.pos).ok_or_else(|| self.malformed("the payload ends early"))?;
         self.pos += 1;
         Ok(b)
     }
 
-    pub(super) fn raw(&mut self, len: usize) -> Result<&'a [u8]> {
+    pub fn raw(&mut self, len: usize) -> Result<&'a [u8]> {
         if len > self.remaining() {
             return Err(self.malformed("a length larger than the bytes left"));
         }
@@ -168,18 +182,18 @@ impl<'a> Reader<'a> {
     }
 
     /// Length-prefixed bytes.
-    pub(super) fn bytes(&mut self) -> Result<&'a [u8]> {
+    pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let len = self.index()?;
         self.raw(len)
     }
 
     /// Length-prefixed UTF-8.
-    pub(super) fn str(&mut self) -> Result<&'a str> {
+    pub fn str(&mut self) -> Result<&'a str> {
         let bytes = self.bytes()?;
         std::str::from_utf8(bytes).map_err(|_| self.malformed("a name that is not UTF-8"))
     }
 
-    pub(super) fn at_end(&self) -> bool {
+    pub fn at_end(&self) -> bool {
         self.pos == self.bytes.len()
     }
 }
