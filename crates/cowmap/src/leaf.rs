@@ -56,6 +56,10 @@ impl<V: Keyed> Leaf<V> {
         self.position(hash, key).map(|i| &self.values[i])
     }
 
+    pub(crate) fn get_mut(&mut self, hash: u64, key: &str) -> Option<&mut V> {
+        self.position(hash, key).map(|i| &mut self.values[i])
+    }
+
     /// Puts `value` under its key: the value it replaced, if any.
     pub(crate) fn insert(&mut self, hash: u64, value: V) -> Option<V> {
         match self.position(hash, value.key()) {

@@ -231,6 +231,15 @@ impl<V: Keyed + Clone> CowMap<V> {
         old
     }
 
+    /// The value under `key`, made private to this map (its leaf and middle node copied when
+    /// shared); nothing is copied when the key is absent. The value's key must not change.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+        let hash = self.hash(key);
+        self.leaf(hash).get(hash, key)?;
+        let (mid, mask) = self.mid_mut(mid_of(hash), 0);
+        Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]).get_mut(hash, key)
+    }
+
     /// Removes; copies the leaf only when the key is present. (A middle node keeps its leaves:
     /// a table that shrank is looked up as fast as before.)
     pub fn remove(&mut self, key: &str) -> Option<V> {
@@ -384,6 +393,21 @@ mod tests {
         assert_eq!(a.len(), 5_000);
         assert!((0..5_000).all(|i| get(&a, &format!("t{i}")) == Some(i)));
         assert_eq!((snapshot.len(), get(&snapshot, "t3")), (1, Some(0)), "a snapshot unchanged");
+    }
+
+    /// A value changed through `get_mut` changes in this map only; an absent key copies
+    /// nothing.
+    #[test]
+    fn get_mut_writes_a_private_copy() {
+        let mut a: CowMap<Pair> = CowMap::default();
+        a.insert_many((0..1_000).map(|i| (Arc::from(format!("t{i}")), i)).collect());
+        let b = a.clone();
+        a.get_mut("t7").expect("t7").1 = 70;
+        assert_eq!((get(&a, "t7"), get(&b, "t7")), (Some(70), Some(7)));
+        assert!(!Arc::ptr_eq(a.leaf(a.hash("t7")), b.leaf(b.hash("t7"))));
+        let mut c = b.clone();
+        assert!(c.get_mut("nope").is_none());
+        assert!(b.mids.iter().zip(c.mids.iter()).all(|(x, y)| Arc::ptr_eq(&x.node, &y.node)));
     }
 
     #[test]

@@ -26,6 +26,7 @@
 //!   topic is the one of the smallest broker name.
 
 mod cache;
+mod entry;
 mod live;
 mod query;
 mod register;

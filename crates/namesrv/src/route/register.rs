@@ -232,13 +232,17 @@ impl RouteTable {
     ) {
         let topics = wrapper.named_topics();
         let hashes: Vec<u64> = topics.iter().map(|(topic, _)| self.topics.hash_of(topic)).collect();
+        let mut bump = false;
         for (i, &(topic, tc)) in topics.iter().enumerate() {
             self.topics.fetch_ahead(&hashes, i);
             let put = changed || self.topics.get(topic).is_none_or(|e| e.queue(name).is_none());
             if put {
                 let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
-                self.put_queue(topic, name, QueueSpec::from_topic_config(tc, perm));
+                bump |= self.set_queue(topic, name, QueueSpec::from_topic_config(tc, perm));
             }
+        }
+        if bump {
+            self.bump_queues(name);
         }
     }
 

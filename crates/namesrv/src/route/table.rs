@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
-use remoting::body::{
-    BrokerData, DataVersion, IntKeyMap, QueueData, TopicConfig, TopicQueueMappingInfo,
-};
+use remoting::body::{BrokerData, DataVersion, IntKeyMap, TopicQueueMappingInfo};
 
-use super::cache::BodyCache;
 use super::ConnId;
 use cowmap::CowMap;
+
+use super::entry::{changed_queues, list_queue, LastList};
+pub(super) use super::entry::{Lists, QueueList, QueueSpec, TopicEntry};
 
 /// Java `BrokerData`: one broker group (a master and its slaves sharing a broker name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,113 +58,8 @@ impl Group {
     }
 }
 
-/// Java `QueueData` without its broker name (stored beside it): 16 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct QueueSpec {
-    pub perm: i32,
-    pub read_queue_nums: i32,
-    pub write_queue_nums: i32,
-    pub topic_sys_flag: i32,
-}
-
-impl QueueSpec {
-    /// Java: `RouteInfoManager#createAndUpdateQueueData` (the QueueData part), with `perm` given.
-    pub(super) fn from_topic_config(tc: &TopicConfig, perm: i32) -> Self {
-        Self {
-            perm,
-            read_queue_nums: tc.read_queue_nums,
-            write_queue_nums: tc.write_queue_nums,
-            topic_sys_flag: tc.topic_sys_flag,
-        }
-    }
-
-    pub(super) fn from_queue_data(qd: &QueueData) -> Self {
-        Self {
-            perm: qd.perm,
-            read_queue_nums: qd.read_queue_nums,
-            write_queue_nums: qd.write_queue_nums,
-            topic_sys_flag: qd.topic_sys_flag,
-        }
-    }
-
-    pub(super) fn to_queue_data(self, broker_name: &str) -> QueueData {
-        QueueData {
-            broker_name: broker_name.to_owned(),
-            perm: self.perm,
-            read_queue_nums: self.read_queue_nums,
-            topic_sys_flag: self.topic_sys_flag,
-            write_queue_nums: self.write_queue_nums,
-        }
-    }
-}
-
 /// A topic's static-topic mappings, by broker name.
 pub(super) type Mappings = Arc<BTreeMap<String, TopicQueueMappingInfo>>;
-
-/// A topic's queues, one per broker group, sorted by broker name, with the route bodies they
-/// encode to. Topics with equal lists share one (#25: a cluster's topics all have the same list;
-/// 64 MB of 232 at 1M topics before), and so its bodies (a body names no topic).
-pub(super) type QueueList = Arc<intern::Shared<(Arc<str>, QueueSpec), BodyCache>>;
-
-/// The table's queue lists, shared by every snapshot; writers lock it, and the pruning of bodies.
-pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec), BodyCache>>>;
-
-/// One topic's queues (never empty in the table). Immutable: a change builds a new entry.
-pub(super) struct TopicEntry {
-    /// The topic: the table's key, kept here so that a leaf of the map holds one pointer.
-    name: cowmap::InlineKey,
-    pub queues: QueueList,
-    /// The topic's own route bodies, for the reads whose body is not its list's (see
-    /// `cache.rs`): made by the first such read, empty in a new entry.
-    pub own: OnceLock<Box<BodyCache>>,
-}
-
-impl cowmap::Keyed for TopicEntry {
-    fn key(&self) -> &str {
-        self.name.as_str()
-    }
-}
-
-impl TopicEntry {
-    /// `name`'s entry of `queues` (sorted here, the first of a broker kept), its list shared
-    /// through `lists`.
-    pub(super) fn new(name: &str, mut queues: Vec<(Arc<str>, QueueSpec)>, lists: &Lists) -> Self {
-        queues.sort_by(|a, b| a.0.cmp(&b.0));
-        queues.dedup_by(|later, earlier| later.0 == earlier.0);
-        let queues = lists.lock().share(&queues);
-        Self { name: cowmap::InlineKey::new(name), queues, own: OnceLock::new() }
-    }
-
-    pub(super) fn name(&self) -> &str {
-        self.name.as_str()
-    }
-
-    pub(super) fn queue(&self, broker: &str) -> Option<&QueueSpec> {
-        self.queues
-            .binary_search_by(|(name, _)| (**name).cmp(broker))
-            .ok()
-            .map(|i| &self.queues[i].1)
-    }
-
-    /// This entry with `broker`'s queue set to `spec` (added or replaced).
-    pub(super) fn with_queue(&self, broker: &Arc<str>, spec: QueueSpec, lists: &Lists) -> Self {
-        let mut queues: Vec<_> =
-            self.queues.iter().filter(|(name, _)| name != broker).cloned().collect();
-        queues.push((broker.clone(), spec));
-        Self::new(self.name(), queues, lists)
-    }
-
-    /// The same queues without the topic's own bodies (a static-topic mapping changed).
-    pub(super) fn refreshed(&self) -> Self {
-        self.named(self.name())
-    }
-
-    /// The same queues, for `name`.
-    pub(super) fn named(&self, name: &str) -> Self {
-        let (name, queues) = (cowmap::InlineKey::new(name), self.queues.clone());
-        Self { name, queues, own: OnceLock::new() }
-    }
-}
 
 /// Java `BrokerLiveInfo`, keyed by (cluster, address). Heartbeats and unchanged re-registrations
 /// refresh it in place (an atomic timestamp, a locked [`Registration`]): no copy of the table.
@@ -335,6 +230,8 @@ pub struct RouteTable {
     /// Shared by every snapshot: one copy of each distinct encoded route body.
     pub(super) bodies: Arc<super::cache::BodyInterner>,
     pub(super) lists: Lists,
+    /// The last list a put made.
+    last_list: LastList,
 }
 
 impl fmt::Debug for RouteTable {
@@ -444,7 +341,7 @@ impl RouteTable {
     }
 
     /// A change of one of `name`'s queues in the topic table.
-    fn bump_queues(&mut self, name: &Arc<str>) {
+    pub(super) fn bump_queues(&mut self, name: &Arc<str>) {
         let generation = self.next_generation();
         match self.group_gens.get_mut(name) {
             Some(gens) => gens.queues = generation,
@@ -490,15 +387,31 @@ impl RouteTable {
     /// Sets `broker`'s queue of `topic`, creating the topic; identical content is a no-op.
     /// Java: `RouteInfoManager#createAndUpdateQueueData`
     pub(super) fn put_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) {
-        // One look-up for the entry, which has the table's key (at 1M topics each probe misses
-        // cache).
-        let found = self.topics.get(topic).cloned();
-        let next = match &found {
-            None => TopicEntry::new(topic, vec![(broker.clone(), spec)], &self.lists),
-            Some(entry) if entry.queue(broker) == Some(&spec) => return,
-            Some(entry) => entry.with_queue(broker, spec, &self.lists),
-        };
-        self.replace_topic(topic, found.as_deref(), Some(next));
+        if self.set_queue(topic, broker, spec) {
+            self.bump_queues(broker);
+        }
+    }
+
+    /// [`RouteTable::put_queue`] but for the bump of `broker`'s queue generation, left to the
+    /// caller (once for a registration's puts): whether the entry changed. An entry no
+    /// snapshot holds (made earlier in this batch: a cluster's brokers register together) is
+    /// changed in place (#25).
+    pub(super) fn set_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) -> bool {
+        let found = self.topics.get(topic).map(|entry| &entry.queues);
+        if found.is_some_and(|list| list_queue(list, broker) == Some(&spec)) {
+            return false;
+        }
+        let from = found.cloned();
+        let queues = self.last_list.with(&self.lists, from, broker, spec);
+        self.topics_gen += 1;
+        match self.topics.get_mut(topic) {
+            Some(slot) => match Arc::get_mut(slot) {
+                Some(entry) => (entry.queues, entry.own) = (queues, OnceLock::new()),
+                None => *slot = Arc::new(TopicEntry::of_list(topic, queues)),
+            },
+            None => drop(self.topics.insert(Arc::new(TopicEntry::of_list(topic, queues)))),
+        }
+        true
     }
 
     /// Removes `brokers`' queues from every topic and applies `perm_and` to the queues of
@@ -540,38 +453,4 @@ impl RouteTable {
             self.set_topic(&topic, entry);
         }
     }
-}
-
-/// The broker names whose queue differs between a topic's `old` and `new` entries (added,
-/// removed or changed); both lists are sorted by name.
-fn changed_queues(old: Option<&TopicEntry>, new: Option<&TopicEntry>) -> Vec<Arc<str>> {
-    let (old, new) =
-        (old.map_or(&[][..], |e| &e.queues[..]), new.map_or(&[][..], |e| &e.queues[..]));
-    let mut changed = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() || j < new.len() {
-        match (old.get(i), new.get(j)) {
-            (Some(a), Some(b)) if a.0 == b.0 => {
-                if a.1 != b.1 {
-                    changed.push(a.0.clone());
-                }
-                i += 1;
-                j += 1;
-            }
-            (Some(a), Some(b)) if a.0 < b.0 => {
-                changed.push(a.0.clone());
-                i += 1;
-            }
-            (Some(a), None) => {
-                changed.push(a.0.clone());
-                i += 1;
-            }
-            (_, Some(b)) => {
-                changed.push(b.0.clone());
-                j += 1;
-            }
-            (None, None) => break,
-        }
-    }
-    changed
 }

@@ -406,3 +406,57 @@ fn short_and_long_topic_names_alike() {
     t.delete_topic(topics[4], None);
     assert!(!t.contains_topic(topics[4]) && t.contains_topic(topics[2]));
 }
+
+/// The brokers whose queues a topic's route lists.
+fn brokers_of(table: &RouteTable, topic: &str) -> Vec<String> {
+    route(table, topic).queue_datas.into_iter().map(|q| q.broker_name).collect()
+}
+
+/// A cluster's two brokers in one write (one batch of the lane): the second changes the
+/// entries the first made in place, no snapshot holding them; in two writes, the snapshot
+/// published between them keeps the first's entries as they were.
+#[test]
+fn entries_no_snapshot_holds_change_in_place_and_published_ones_are_copied() {
+    let (a, b) = (Broker::master(), Broker::master().name("broker-b").addr("127.0.0.1:10912"));
+    let names = ["T1", "T2", "T3"];
+    let entry = |t: &RouteTable, n: &str| std::sync::Arc::as_ptr(t.topics.get(n).expect(n));
+
+    let mut one = RouteTable::new();
+    register(&mut one, &a, &names);
+    let made: Vec<_> = names.iter().map(|n| entry(&one, n)).collect();
+    register(&mut one, &b, &names);
+    for (n, made) in names.iter().zip(made) {
+        assert!(std::ptr::eq(entry(&one, n), made), "{n} changed in place");
+        assert_eq!(brokers_of(&one, n), ["broker-a", "broker-b"]);
+    }
+
+    let mut two = RouteTable::new();
+    register(&mut two, &a, &names);
+    let published = two.clone();
+    register(&mut two, &b, &names);
+    for n in names {
+        assert!(!std::ptr::eq(entry(&two, n), entry(&published, n)), "{n} copied");
+        assert_eq!(brokers_of(&published, n), ["broker-a"], "the snapshot keeps {n}");
+        assert_eq!(route(&two, n), route(&one, n));
+    }
+}
+
+/// A put reuses the list the previous put made only when it starts from the same list: a topic
+/// whose other broker differs gets its own.
+#[test]
+fn a_put_reuses_the_last_list_only_from_the_same_list() {
+    let a = Broker::master();
+    let b = Broker::master().name("broker-b").addr("127.0.0.1:10912");
+    let c = Broker::master().name("broker-c").addr("127.0.0.1:10913");
+    let mut t = RouteTable::new();
+    register(&mut t, &a, &["T1", "T2"]);
+    register(&mut t, &c, &["T3"]);
+    register(&mut t, &b, &["T1", "T2", "T3"]); // put in this order
+    assert_eq!(brokers_of(&t, "T1"), ["broker-a", "broker-b"]);
+    assert_eq!(brokers_of(&t, "T3"), ["broker-b", "broker-c"]);
+    assert_eq!(brokers_of(&t, "T2"), ["broker-a", "broker-b"]);
+    assert!(std::sync::Arc::ptr_eq(
+        &t.topics.get("T1").expect("T1").queues,
+        &t.topics.get("T2").expect("T2").queues
+    ));
+}
