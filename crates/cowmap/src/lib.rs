@@ -7,15 +7,24 @@
 //! Why two levels (#25): with one level of 256 shards a 10,000-topic registration at 1,000,000
 //! topics touched every shard and so copied the whole table (S7's profile, bench/results/
 //! scale.md: 61 % of the registration lane's time in this copy; 599 ms for a changed
-//! 10k-topic table at 1M topics against 72 ms at 10k). At 1M a middle node splits into 256
-//! leaves of ~15 topics, so the same registration copies ~150k entries instead of 1M, and a
+//! 10k-topic table at 1M topics against 72 ms at 10k). At 1M a middle node splits into its
+//! 64 leaves of ~15 topics, so the same registration copies ~150k entries instead of 1M, and a
 //! small one (the 1 % churn) a few hundred.
+//!
+//! Why 1,024 middle nodes of up to 64 leaves rather than 256 of 256 (the same 65,536 leaves
+//! at most, the same depth): a write copies the middle node above each leaf it touches, a
+//! reference count per leaf of the node. Under S7's 1 % churn at 1,000,000 topics a
+//! registration changes ~100 topics, so ~100 middle nodes: with 256 leaves each that copy was
+//! half the lane's samples, and the reaper dropped as many. With 64, over 10 s of that
+//! churn (two runs alternated): lane 0.92–0.98 against 1.16–1.18 CPU-s, reaper 0.41–0.43
+//! against 0.65–0.67, reads 275–302k against 257–268k/s. A snapshot's clone counts 1,024
+//! nodes instead of 256, once per publication.
 //!
 //! Why the leaves per middle node grow with it (#23's paired S1 rounds): a fixed 65,536 leaves
 //! left a 40,000-topic table with one key per leaf, spread over 65,536 small allocations, and a
 //! route read's look-up took 63 ns against 35 ns with the old 256 shards (S1 0.91×). A middle
 //! node now starts with one leaf and doubles its leaves when they hold more than
-//! [`LEAF_KEYS`] keys on average (only its own keys move, 1/256 of the table), so a leaf holds
+//! [`LEAF_KEYS`] keys on average (only its own keys move, 1/1,024 of the table), so a leaf holds
 //! 8–16 keys at any size (`examples/lookups.rs` measures the look-up). Not 4–8 (tried for #25:
 //! copying a leaf costs a reference count per key, 28 % of the lane's cold start of 1M topics,
 //! and halving the leaves made that ~8 % faster, but S1's reads 10 % slower in paired rounds:
@@ -35,10 +44,10 @@ use foldhash::fast::RandomState;
 use leaf::Leaf;
 
 /// Middle nodes under the root.
-const FANOUT: usize = 256;
+const FANOUT: usize = 1024;
 
 /// The most leaves under one middle node.
-const LEAVES: usize = 256;
+const LEAVES: usize = 64;
 
 /// A middle node doubles its leaves when they would hold more than this many keys on average.
 const LEAF_KEYS: usize = 16;
@@ -73,8 +82,8 @@ impl<V> Keyed for (Arc<str>, V) {
 
 /// A string-keyed map with copy-on-write nodes. A value is cloned when a write copies its leaf:
 /// it should be small and cheap to clone (an `Arc`, or a small struct of them).
-/// A key is hashed once (foldhash, seeded per map): bits 32–39 pick the middle node, the next
-/// bits (as many as its leaves need, up to 8) the leaf, and the top byte is the value's tag in
+/// A key is hashed once (foldhash, seeded per map): bits 32–41 pick the middle node, the next
+/// bits (as many as its leaves need, up to 6) the leaf, and the top byte is the value's tag in
 /// its leaf ([`leaf`]).
 #[derive(Clone)]
 pub struct CowMap<V> {
@@ -122,7 +131,7 @@ fn mid_of(hash: u64) -> usize {
 
 /// Which of a middle node's leaves a hash lives in, given the node's mask.
 fn leaf_of(hash: u64, mask: usize) -> usize {
-    ((hash >> 40) as usize) & mask
+    ((hash >> 42) as usize) & mask
 }
 
 /// The mask a middle node holding `len` keys should have.
@@ -351,9 +360,9 @@ mod tests {
     fn growing_a_node_leaves_every_snapshot_whole() {
         let mut m: CowMap<Pair> = CowMap::default();
         let mut snapshots = Vec::new();
-        for i in 0..3_000u32 {
+        for i in 0..20_000u32 {
             m.insert((Arc::from(format!("k{i}")), i));
-            if i % 250 == 0 {
+            if i % 2_000 == 0 {
                 snapshots.push((i, m.clone()));
             }
         }
