@@ -190,7 +190,14 @@ impl<V: Keyed + Clone> CowMap<V> {
     }
 
     pub fn get(&self, key: &str) -> Option<&V> {
-        let hash = self.hash(key);
+        self.get_hashed(self.hash(key), key)
+    }
+
+    /// [`CowMap::get`] for a key whose [`CowMap::hash_of`] the caller has: a run of writes
+    /// hashes each key once (at 1,000,000 topics the lane hashed each topic three times, 3 %
+    /// of its samples).
+    pub fn get_hashed(&self, hash: u64, key: &str) -> Option<&V> {
+        debug_assert_eq!(hash, self.hash(key));
         self.leaf(hash).get(hash, key)
     }
 
@@ -227,7 +234,12 @@ impl<V: Keyed + Clone> CowMap<V> {
     /// Inserts or replaces (under the value's key); copies the leaf (and its middle node) if
     /// shared with a snapshot.
     pub fn insert(&mut self, value: V) -> Option<V> {
-        let hash = self.hash(value.key());
+        self.insert_hashed(self.hash(value.key()), value)
+    }
+
+    /// [`CowMap::insert`] with the value's key's hash given (see [`CowMap::get_hashed`]).
+    pub fn insert_hashed(&mut self, hash: u64, value: V) -> Option<V> {
+        debug_assert_eq!(hash, self.hash(value.key()));
         // Room for one more key only when it is new (a replacement never moves a leaf).
         let new = self.leaf(hash).get(hash, value.key()).is_none();
         let (mid, mask) = self.mid_mut(mid_of(hash), usize::from(new));
@@ -243,7 +255,12 @@ impl<V: Keyed + Clone> CowMap<V> {
     /// The value under `key`, made private to this map (its leaf and middle node copied when
     /// shared); nothing is copied when the key is absent. The value's key must not change.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
-        let hash = self.hash(key);
+        self.get_mut_hashed(self.hash(key), key)
+    }
+
+    /// [`CowMap::get_mut`] with the key's hash given (see [`CowMap::get_hashed`]).
+    pub fn get_mut_hashed(&mut self, hash: u64, key: &str) -> Option<&mut V> {
+        debug_assert_eq!(hash, self.hash(key));
         self.leaf(hash).get(hash, key)?;
         let (mid, mask) = self.mid_mut(mid_of(hash), 0);
         Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]).get_mut(hash, key)

@@ -235,10 +235,13 @@ impl RouteTable {
         let mut bump = false;
         for (i, &(topic, tc)) in topics.iter().enumerate() {
             self.topics.fetch_ahead(&hashes, i);
-            let put = changed || self.topics.get(topic).is_none_or(|e| e.queue(name).is_none());
+            let hash = hashes[i];
+            let put = changed
+                || self.topics.get_hashed(hash, topic).is_none_or(|e| e.queue(name).is_none());
             if put {
                 let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
-                bump |= self.set_queue(topic, name, QueueSpec::from_topic_config(tc, perm));
+                let spec = QueueSpec::from_topic_config(tc, perm);
+                bump |= self.set_queue(topic, hash, name, spec);
             }
         }
         if bump {

@@ -387,29 +387,38 @@ impl RouteTable {
     /// Sets `broker`'s queue of `topic`, creating the topic; identical content is a no-op.
     /// Java: `RouteInfoManager#createAndUpdateQueueData`
     pub(super) fn put_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) {
-        if self.set_queue(topic, broker, spec) {
+        if self.set_queue(topic, self.topics.hash_of(topic), broker, spec) {
             self.bump_queues(broker);
         }
     }
 
     /// [`RouteTable::put_queue`] but for the bump of `broker`'s queue generation, left to the
-    /// caller (once for a registration's puts): whether the entry changed. An entry no
+    /// caller (once for a registration's puts), with the topic's hash given: whether the
+    /// entry changed. An entry no
     /// snapshot holds (made earlier in this batch: a cluster's brokers register together) is
     /// changed in place (#25).
-    pub(super) fn set_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) -> bool {
-        let found = self.topics.get(topic).map(|entry| &entry.queues);
+    pub(super) fn set_queue(
+        &mut self,
+        topic: &str,
+        hash: u64,
+        broker: &Arc<str>,
+        spec: QueueSpec,
+    ) -> bool {
+        let found = self.topics.get_hashed(hash, topic).map(|entry| &entry.queues);
         if found.is_some_and(|list| list_queue(list, broker) == Some(&spec)) {
             return false;
         }
         let from = found.cloned();
         let queues = self.last_list.with(&self.lists, from, broker, spec);
         self.topics_gen += 1;
-        match self.topics.get_mut(topic) {
+        match self.topics.get_mut_hashed(hash, topic) {
             Some(slot) => match Arc::get_mut(slot) {
                 Some(entry) => (entry.queues, entry.own) = (queues, OnceLock::new()),
                 None => *slot = Arc::new(TopicEntry::of_list(topic, queues)),
             },
-            None => drop(self.topics.insert(Arc::new(TopicEntry::of_list(topic, queues)))),
+            None => {
+                drop(self.topics.insert_hashed(hash, Arc::new(TopicEntry::of_list(topic, queues))))
+            }
         }
         true
     }
