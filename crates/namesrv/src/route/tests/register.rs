@@ -460,3 +460,22 @@ fn a_put_reuses_the_last_list_only_from_the_same_list() {
         &t.topics.get("T2").expect("T2").queues
     ));
 }
+
+/// A registration whose puts change its group's queues moves the group's queue generation
+/// (what the stamps of the group's registrants are compared with); one that changes none
+/// leaves it.
+#[test]
+fn a_registration_that_changes_queues_moves_its_groups_queue_generation() {
+    let gen = |t: &RouteTable| t.group_gens.get(BROKER).copied().unwrap_or_default().queues;
+    let master = Broker::master();
+    let mut t = RouteTable::new();
+    register(&mut t, &master, &["T1"]);
+    let first = gen(&t);
+    assert!(first > 0);
+    let master = master.next_version();
+    register(&mut t, &master, &["T1"]);
+    assert_eq!(gen(&t), first, "every topic re-put as it was");
+    let before = t.next_generation();
+    register(&mut t, &master.next_version(), &["T1", "T2", "T3"]);
+    assert!(gen(&t) > before, "two topics added");
+}
