@@ -58,7 +58,8 @@ pub(super) type QueueList = Arc<intern::Shared<(Arc<str>, QueueSpec), BodyCache>
 /// The table's queue lists, shared by every snapshot; writers lock it, and the pruning of bodies.
 pub(super) type Lists = Arc<Mutex<intern::Interner<(Arc<str>, QueueSpec), BodyCache>>>;
 
-/// One topic's queues (never empty in the table). Immutable: a change builds a new entry.
+/// One topic's queues (never empty in the table). A change builds a new entry, but for an entry
+/// no snapshot holds yet, which a registration's put changes in place (`RouteTable::set_queue`).
 pub(super) struct TopicEntry {
     /// The topic: the table's key, kept here so that a leaf of the map holds one pointer.
     name: cowmap::InlineKey,
