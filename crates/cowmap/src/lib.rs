@@ -1,5 +1,5 @@
 //! `CowMap`: a string-keyed map split into leaves under a two-level tree of shared nodes, copied
-//! on first write, so cloning the whole route table for a new snapshot costs a few hundred
+//! on first write, so cloning the whole route table for a new snapshot costs about a thousand
 //! reference counts, and a write that touches k topics copies at most k leaves (plus the
 //! middle nodes above them), never the whole table. A value carries its own key ([`Keyed`]),
 //! so a leaf's slot is the value alone.
