@@ -95,10 +95,7 @@ impl TopicEntry {
 
     /// This entry with `broker`'s queue set to `spec` (added or replaced).
     pub(super) fn with_queue(&self, broker: &Arc<str>, spec: QueueSpec, lists: &Lists) -> Self {
-        let mut queues: Vec<_> =
-            self.queues.iter().filter(|(name, _)| name != broker).cloned().collect();
-        queues.push((broker.clone(), spec));
-        Self::new(self.name(), queues, lists)
+        Self::of_list(self.name(), list_setting(lists, &self.queues, broker, spec))
     }
 
     /// `name`'s entry of a shared list.
@@ -113,8 +110,7 @@ impl TopicEntry {
 
     /// The same queues, for `name`.
     pub(super) fn named(&self, name: &str) -> Self {
-        let (name, queues) = (InlineKey::new(name), self.queues.clone());
-        Self { name, queues, own: OnceLock::new() }
+        Self::of_list(name, self.queues.clone())
     }
 }
 
@@ -151,14 +147,23 @@ impl LastList {
         }) {
             return step.to.clone();
         }
-        let mut queues: Vec<_> =
-            from.iter().flat_map(|l| l.iter()).filter(|(b, _)| b != broker).cloned().collect();
-        queues.push((broker.clone(), spec));
-        queues.sort_by(|a, b| a.0.cmp(&b.0));
-        let to = lists.lock().share(&queues);
+        let to = list_setting(lists, from.as_deref().map_or(&[][..], |l| &l[..]), broker, spec);
         self.0 = Some(ListStep { from, broker: broker.clone(), spec, to: to.clone() });
         to
     }
+}
+
+/// `list` with `broker`'s queue set to `spec` (added or replaced), shared through `lists`.
+fn list_setting(
+    lists: &Lists,
+    list: &[(Arc<str>, QueueSpec)],
+    broker: &Arc<str>,
+    spec: QueueSpec,
+) -> QueueList {
+    let mut queues: Vec<_> = list.iter().filter(|(b, _)| b != broker).cloned().collect();
+    queues.push((broker.clone(), spec));
+    queues.sort_by(|a, b| a.0.cmp(&b.0));
+    lists.lock().share(&queues)
 }
 
 /// `broker`'s queue in a list.
