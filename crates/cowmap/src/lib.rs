@@ -62,6 +62,15 @@ pub trait Keyed {
     /// Hints the processor to fetch what reading the key will read, without reading it (see
     /// [`CowMap::fetch_ahead`]); nothing for a value that holds its key inline.
     fn prefetch(&self) {}
+
+    /// Hints the processor to fetch this value's own bytes that its readers read: the line it
+    /// starts on, unless it says more (a value behind an `Arc` that spans two lines).
+    fn prefetch_lines(&self)
+    where
+        Self: Sized,
+    {
+        mem_prefetch::prefetch_read_data::<Self, 3>(self);
+    }
 }
 
 impl<T: Keyed> Keyed for Arc<T> {
@@ -70,7 +79,7 @@ impl<T: Keyed> Keyed for Arc<T> {
     }
 
     fn prefetch(&self) {
-        mem_prefetch::prefetch_read_data::<T, 3>(self);
+        (**self).prefetch_lines();
     }
 }
 
@@ -326,12 +335,30 @@ impl<V: Keyed + Clone> CowMap<V> {
         replaced
     }
 
-    /// Every entry, leaf by leaf (no particular order).
+    /// Every entry, leaf by leaf (no particular order). The leaves ahead are fetched a step of
+    /// their chain at a time, as [`CowMap::fetch_ahead`] does: the leaf six ahead, its values
+    /// four ahead, what they point to two ahead. A scan of every topic at 1,000,000 topics (an
+    /// unregistration's, #25) was a cache miss per entry: ~100 ms.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
-        self.mids
-            .iter()
-            .flat_map(|slot| slot.node.leaves[..=slot.mask].iter())
-            .flat_map(|leaf| leaf.iter().map(|v| (v.key(), v)))
+        let (mut far, mut near, mut next) =
+            (self.leaves().skip(6), self.leaves().skip(4), self.leaves().skip(2));
+        self.leaves().flat_map(move |leaf| {
+            if let Some(far) = far.next() {
+                mem_prefetch::prefetch_read_data::<_, 3>(&**far);
+            }
+            if let Some(near) = near.next() {
+                near.prefetch_values();
+            }
+            if let Some(next) = next.next() {
+                next.prefetch_targets(0, true);
+            }
+            leaf.iter().map(|v| (v.key(), v))
+        })
+    }
+
+    /// Every leaf in use, node by node.
+    fn leaves(&self) -> impl Iterator<Item = &Arc<Leaf<V>>> {
+        self.mids.iter().flat_map(|slot| slot.node.leaves[..=slot.mask].iter())
     }
 }
 

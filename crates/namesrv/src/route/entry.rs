@@ -73,6 +73,13 @@ impl cowmap::Keyed for TopicEntry {
     fn key(&self) -> &str {
         self.name.as_str()
     }
+
+    /// The name and the list: an entry is 72 bytes after its `Arc`'s two counts, so the list
+    /// is often on the next line (every write and scan of the table reads both).
+    fn prefetch_lines(&self) {
+        mem_prefetch::prefetch_read_data::<_, 3>(self);
+        mem_prefetch::prefetch_read_data::<_, 3>(&self.queues);
+    }
 }
 
 impl TopicEntry {

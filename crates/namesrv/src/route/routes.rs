@@ -1,5 +1,5 @@
-//! `Routes`: the route table shared by every connection task, the scan task and the batch
-//! unregistration task.
+//! `Routes`: the route table shared by every connection task, the scan task and the
+//! registration lane (which also applies the batched unregistrations).
 //!
 //! Design: readers never take a lock. The current [`RouteTable`] is an immutable snapshot behind
 //! an `ArcSwap`; a reader loads it (a few atomic operations) and works on it as long as it likes.

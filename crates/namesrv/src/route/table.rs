@@ -423,9 +423,10 @@ impl RouteTable {
         true
     }
 
-    /// Removes `brokers`' queues from every topic and applies `perm_and` to the queues of
+    /// Removes `remove`'s queues from every topic and applies `perm_and` to the queues of
     /// `wipe` brokers; topics left without queues disappear. Scans without copying, then writes
-    /// only the topics that change.
+    /// only the topics that change. Each list is rewritten once, however many topics share it
+    /// (a cluster's topics share one): the scan itself reads a pointer per topic.
     pub(super) fn rewrite_topics(
         &mut self,
         remove: &BTreeSet<&str>,
@@ -435,31 +436,51 @@ impl RouteTable {
         if remove.is_empty() && wipe.is_empty() {
             return;
         }
+        // A list's rewrite: `None` when it stays, `Some(None)` when no queue is left.
+        let mut rewritten: foldhash::HashMap<*const (), Option<Option<QueueList>>> =
+            foldhash::HashMap::default();
         let mut changes = Vec::new();
         for (topic, entry) in self.topics.iter() {
-            let touched = entry.queues.iter().any(|(b, spec)| {
-                remove.contains(&**b) || (wipe.contains(&**b) && spec.perm & perm_and != spec.perm)
-            });
-            if !touched {
-                continue;
+            let list = &entry.queues;
+            let rewrite = rewritten
+                .entry(Arc::as_ptr(list).cast())
+                .or_insert_with(|| rewrite_list(list, remove, wipe, perm_and, &self.lists));
+            if let Some(list) = rewrite {
+                changes.push((topic.to_owned(), list.clone()));
             }
-            let queues: Vec<_> = entry
-                .queues
-                .iter()
-                .filter(|(b, _)| !remove.contains(&**b))
-                .map(|(b, spec)| {
-                    let mut spec = *spec;
-                    if wipe.contains(&**b) {
-                        spec.perm &= perm_and;
-                    }
-                    (b.clone(), spec)
-                })
-                .collect();
-            let entry = (!queues.is_empty()).then(|| TopicEntry::new(topic, queues, &self.lists));
-            changes.push((topic.to_owned(), entry));
         }
-        for (topic, entry) in changes {
+        for (topic, list) in changes {
+            let entry = list.map(|list| TopicEntry::of_list(&topic, list));
             self.set_topic(&topic, entry);
         }
     }
+}
+
+/// `list` without `remove`'s queues and with `perm_and` applied to `wipe`'s, shared through
+/// `lists`: `None` when that changes nothing, `Some(None)` when no queue is left.
+fn rewrite_list(
+    list: &QueueList,
+    remove: &BTreeSet<&str>,
+    wipe: &BTreeSet<&str>,
+    perm_and: i32,
+    lists: &Lists,
+) -> Option<Option<QueueList>> {
+    let touched = list.iter().any(|(b, spec)| {
+        remove.contains(&**b) || (wipe.contains(&**b) && spec.perm & perm_and != spec.perm)
+    });
+    if !touched {
+        return None;
+    }
+    let queues: Vec<_> = list
+        .iter()
+        .filter(|(b, _)| !remove.contains(&**b))
+        .map(|(b, spec)| {
+            let mut spec = *spec;
+            if wipe.contains(&**b) {
+                spec.perm &= perm_and;
+            }
+            (b.clone(), spec)
+        })
+        .collect();
+    Some((!queues.is_empty()).then(|| lists.lock().share(&queues)))
 }
