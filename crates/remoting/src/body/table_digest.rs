@@ -54,10 +54,7 @@ impl TableDigests {
                 (key, xxh3_64_with_seed(value, key))
             })
             .collect();
-        let mut sorted: Vec<u64> = digests.iter().map(|&(_, entry)| entry).collect();
-        // A radix sort: 10,000 digests in 60 % of a comparison sort's time (which was 7 % of
-        // the registration lane under S7's 1 % churn at 1,000,000 topics).
-        radsort::sort(&mut sorted);
+        let sorted = sort_uniform(digests.iter().map(|&(_, entry)| entry).collect());
         let repeated_entry = sorted.windows(2).any(|pair| pair[0] == pair[1]);
         let base = DeltaBase { rest_digest, entries: sorted.into() };
         Self { digests, repeated_entry, base }
@@ -138,6 +135,55 @@ impl DigestSet {
     }
 }
 
+/// `digests` sorted, for digests spread evenly over the `u64`s (a hash's): counted into about
+/// half as many buckets as digests by their top bits, placed, then an insertion sort that moves
+/// each only within its bucket. A bucket of more than [`BUCKET_MOST`] (digests made to share
+/// their top bits: `xxh3` is not keyed) falls back to `sort_unstable`. 10,000 digests in 63 µs,
+/// against 156 µs for `radsort` and 100 µs for `sort_unstable`; sorting was 2.7 % of the
+/// server's samples under S7's 1 % churn at 1,000,000 topics (#25).
+fn sort_uniform(mut digests: Vec<u64>) -> Vec<u64> {
+    let n = digests.len();
+    if n < 64 {
+        digests.sort_unstable();
+        return digests;
+    }
+    let bits = usize::BITS - 1 - n.leading_zeros();
+    let bucket = |digest: u64| (digest >> (u64::BITS - bits)) as usize;
+    let mut starts = vec![0usize; 1 << bits];
+    for &digest in &digests {
+        starts[bucket(digest)] += 1;
+    }
+    let mut most = 0;
+    let mut at = 0;
+    for start in &mut starts {
+        most = most.max(*start);
+        (*start, at) = (at, at + *start);
+    }
+    if most > BUCKET_MOST {
+        digests.sort_unstable();
+        return digests;
+    }
+    let mut placed = vec![0u64; n];
+    for &digest in &digests {
+        let next = &mut starts[bucket(digest)];
+        placed[*next] = digest;
+        *next += 1;
+    }
+    for i in 1..n {
+        let digest = placed[i];
+        let mut j = i;
+        while j > 0 && placed[j - 1] > digest {
+            placed[j] = placed[j - 1];
+            j -= 1;
+        }
+        placed[j] = digest;
+    }
+    placed
+}
+
+/// The most digests one bucket of [`sort_uniform`] may hold.
+const BUCKET_MOST: usize = 32;
+
 /// The digests of `sorted` that `base` (sorted) does not hold, sorted: one merge of the two.
 fn missing_from(sorted: &[u64], base: &[u64]) -> Vec<u64> {
     let mut missing = Vec::new();
@@ -192,6 +238,23 @@ mod tests {
             assert_eq!(changed(&base, new), None, "{new:?}");
         }
         assert_eq!(changed(&base, &[("B", 2), ("A", 6)]), Some(vec![0]));
+    }
+
+    proptest::proptest! {
+        /// Any digests, spread or crowded into a few top bits, come out as `sort_unstable`
+        /// sorts them.
+        #[test]
+        fn digests_sort_as_sort_unstable_sorts_them(
+            digests in proptest::collection::vec(proptest::num::u64::ANY, 0..3_000),
+            crowd in 0u32..64,
+        ) {
+            let crowded: Vec<u64> = digests.iter().map(|d| d >> crowd).collect();
+            for input in [digests, crowded] {
+                let mut expected = input.clone();
+                expected.sort_unstable();
+                proptest::prop_assert_eq!(sort_uniform(input), expected);
+            }
+        }
     }
 
     /// The bitmap in front of the set never turns a member away, and the set holds nothing
