@@ -1,13 +1,14 @@
 //! Time of each part of what the registration lane does with a changed 10,000-topic
 //! REGISTER_BROKER body before applying it as its difference (#25): the skim (in both JSON
-//! forms), the checksum, the whole-body digest, the entries' digests and the difference from
-//! the previous body (1 % of the entries changed):
+//! forms), the skim with each entry digested as it is skimmed (the prepare thread's way), the
+//! checksum, the whole-body digest, the entries' digests and the difference from the previous
+//! body (1 % of the entries changed):
 //! `cargo run --release -p remoting --example delta_cost`.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use remoting::body::skim::skim_topic_table;
+use remoting::body::skim::{skim_topic_table, skim_topic_table_with};
 use remoting::body::table_digest::TableDigests;
 use remoting::body::{
     to_legacy_json, to_standard_json, DataVersion, RegisterBrokerBody, TopicConfig,
@@ -61,6 +62,11 @@ fn main() {
     let new = body(|i| if i % 100 == 0 { 2 } else { 6 }, to_standard_json);
     println!("body {} B, {TOPICS} topics, 1 % changed", new.len());
     time("skim", || skim_topic_table(&new, 500).map_or(0, |t| t.entries.len()));
+    time("skim and digests", || {
+        let mut digests = Vec::with_capacity(TOPICS);
+        skim_topic_table_with(&new, 500, |k, v| digests.push(TableDigests::entry(k, v)));
+        TableDigests::of(digests, 1).base.entries.len()
+    });
     time("crc32", || crc32fast::hash(&new) as usize);
     time("xxh3 of the body", || xxhash_rust::xxh3::xxh3_64(&new) as usize);
     let (old, new) = (skim_topic_table(&old, 500).unwrap(), skim_topic_table(&new, 500).unwrap());

@@ -14,7 +14,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::compressed::BodyLimits;
 use super::plain_topic::{plain_text, read_topic_config};
-use super::skim::skim_topic_table;
+use super::skim::skim_topic_table_with;
 use super::table_digest::{DeltaBase, TableDigests};
 use super::{from_json, DataVersion, RegisterBrokerBody, TopicConfig};
 use crate::RemotingCommand;
@@ -45,14 +45,18 @@ impl Skimmed {
     /// the digest of the request's header fields, made with `delete_topics`.
     pub fn new(request: &RemotingCommand, fields: &Xxh3, delete_topics: bool) -> Option<Self> {
         let body = request.body.as_deref()?;
-        let table = skim_topic_table(body, request.version)?;
+        let mut digests = Vec::with_capacity(body.len() / 160);
+        let table = skim_topic_table_with(body, request.version, |key, value| {
+            digests.push(TableDigests::entry(key, value));
+        })?;
         let mut rest = fields.clone();
         rest.update(&[2]);
         for part in table.outside {
             rest.update(&(part.len() as u64).to_le_bytes());
             rest.update(part);
         }
-        let digests = TableDigests::new(&table.entries, rest.digest());
+        debug_assert_eq!(digests.len(), table.entries.len());
+        let digests = TableDigests::of(digests, rest.digest());
         // Every part is a slice of `body`: its place there.
         let at = |part: &[u8]| {
             let start = part.as_ptr() as usize - body.as_ptr() as usize;

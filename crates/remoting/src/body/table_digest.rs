@@ -47,13 +47,19 @@ impl TableDigests {
     /// The digests of `entries` (key, value; as [`super::skim::TopicTable`] gives them), with
     /// the caller's digest of everything else.
     pub fn new(entries: &[(&[u8], &[u8])], rest_digest: u64) -> Self {
-        let digests: Vec<(u64, u64)> = entries
-            .iter()
-            .map(|(key, value)| {
-                let key = xxh3_64(key);
-                (key, xxh3_64_with_seed(value, key))
-            })
-            .collect();
+        let digests = entries.iter().map(|(key, value)| Self::entry(key, value)).collect();
+        Self::of(digests, rest_digest)
+    }
+
+    /// An entry's key digest and entry digest (its value seeded with the key's).
+    pub fn entry(key: &[u8], value: &[u8]) -> (u64, u64) {
+        let key = xxh3_64(key);
+        (key, xxh3_64_with_seed(value, key))
+    }
+
+    /// [`TableDigests::new`] of the entries whose [`TableDigests::entry`] digests, in body
+    /// order, are `digests`.
+    pub fn of(digests: Vec<(u64, u64)>, rest_digest: u64) -> Self {
         let sorted = sort_uniform(digests.iter().map(|&(_, entry)| entry).collect());
         let repeated_entry = sorted.windows(2).any(|pair| pair[0] == pair[1]);
         let base = DeltaBase { rest_digest, entries: sorted.into() };
