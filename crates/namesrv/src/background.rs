@@ -109,46 +109,18 @@ async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutd
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
-
-    use remoting::body::{TopicConfig, TopicConfigAndMappingSerializeWrapper};
 
     use super::*;
     use crate::config::Config;
-    use crate::route::{RegisterBroker, UnregisterRequest};
-
-    const CLUSTER: &str = "C";
-    const ADDR: &str = "10.0.0.1:10911";
-
-    fn registration() -> RegisterBroker {
-        let mut topic_config = TopicConfigAndMappingSerializeWrapper::default();
-        for topic in ["T1", "T2"] {
-            topic_config.topic_config_table.insert(topic.into(), TopicConfig::named(topic));
-        }
-        RegisterBroker {
-            cluster: CLUSTER.into(),
-            broker_addr: ADDR.into(),
-            broker_name: "b".into(),
-            broker_id: 0,
-            ha_server_addr: String::new(),
-            zone_name: None,
-            heartbeat_timeout_millis: None,
-            enable_acting_master: None,
-            topic_config,
-            filter_server_list: None,
-            conn: 1,
-            request_digest: None,
-            version_frame: None,
-            delta_base: None,
-        }
-    }
+    use crate::route::UnregisterRequest;
+    use crate::tests::{registration, HeldWriter, ADDR, CLUSTER};
 
     /// An unregistration waits for the route table's writer on the registration lane, not on
     /// an I/O thread: while a lane job holds the writer, the one thread of a current-thread
     /// runtime goes on running its other tasks (its reads, in a server), and the broker goes
     /// once the writer is free. Applied on the runtime's thread, the unregistration would block
-    /// that thread until a watchdog released the writer.
+    /// that thread until the watchdog released the writer.
     #[tokio::test(flavor = "current_thread")]
     async fn an_unregistration_waits_for_the_writer_off_the_io_threads() {
         let dir = tempfile::tempdir().expect("dir");
@@ -159,39 +131,7 @@ mod tests {
         let live = |state: &State| state.routes.snapshot().last_heartbeat(CLUSTER, ADDR).is_some();
         assert!(live(&state));
 
-        // A lane job that holds the writer until released (by the test, or by the watchdog
-        // after 5 s: a blocked runtime thread cannot release it).
-        let (release, released_rx) = std::sync::mpsc::channel::<()>();
-        let (held_tx, held_rx) = tokio::sync::oneshot::channel::<()>();
-        let holder = Arc::clone(&state);
-        let job = tokio::spawn({
-            let state = Arc::clone(&state);
-            async move {
-                state
-                    .work
-                    .lane
-                    .run(move || {
-                        holder.routes.write_batched(|_| {
-                            let _ = held_tx.send(());
-                            let _ = released_rx.recv_timeout(Duration::from_secs(5));
-                        })
-                    })
-                    .await
-            }
-        });
-        held_rx.await.expect("the lane job holds the writer");
-        let watchdog_fired = Arc::new(AtomicBool::new(false));
-        let (done, done_rx) = std::sync::mpsc::channel::<()>();
-        let watchdog = std::thread::spawn({
-            let (fired, release) = (Arc::clone(&watchdog_fired), release.clone());
-            move || {
-                if done_rx.recv_timeout(Duration::from_secs(3)).is_err() {
-                    fired.store(true, Ordering::SeqCst);
-                    let _ = release.send(());
-                }
-            }
-        });
-
+        let held = HeldWriter::hold(&state).await;
         let (trigger, shutdown) = crate::shutdown::channel();
         let unregistering = tokio::spawn(unregister_loop(Arc::clone(&state), shutdown));
         let request = UnregisterRequest {
@@ -206,15 +146,12 @@ mod tests {
         for _ in 0..1_000 {
             tokio::task::yield_now().await;
         }
-        let _ = done.send(());
+        assert!(live(&state), "applied while the writer was held");
         assert!(
-            !watchdog_fired.load(Ordering::SeqCst),
+            !held.release().await,
             "the runtime's thread was blocked until the watchdog released the writer"
         );
-        assert!(live(&state), "applied while the writer was held");
 
-        let _ = release.send(());
-        job.await.expect("job task").expect("lane job");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while live(&state) {
             assert!(std::time::Instant::now() < deadline, "the broker was never unregistered");
@@ -222,6 +159,5 @@ mod tests {
         }
         drop(trigger);
         unregistering.await.expect("the unregistration task stops on shutdown");
-        watchdog.join().expect("watchdog");
     }
 }

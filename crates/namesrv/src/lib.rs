@@ -17,6 +17,8 @@ pub mod server;
 pub(crate) mod shutdown;
 pub mod snapshot;
 pub mod state;
+#[cfg(test)]
+mod tests;
 pub(crate) mod versions;
 
 pub(crate) use conf::persist;

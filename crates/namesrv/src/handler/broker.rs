@@ -534,14 +534,25 @@ pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
     Ok(success())
 }
 
+/// Runs a write that scans every topic on the registration lane, published with its batch:
+/// at 1,000,000 topics tens of milliseconds that must not hold up an I/O thread's reads.
+async fn write_on_lane<R: Send + 'static>(
+    state: &Arc<State>,
+    f: impl FnOnce(&mut RouteTable) -> R + Send + 'static,
+) -> Result<R, HandlerError> {
+    let writer = Arc::clone(state);
+    let written = state.work.lane.run(move || writer.routes.write_batched(f)).await;
+    written.map_err(|e| HandlerError::System(format!("route write failed: {e}")))
+}
+
 /// 205: clear the write bit of every queue of a broker group; answers the topic count.
 /// Java: `DefaultRequestProcessor#wipeWritePermOfBroker`
-pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
+pub async fn wipe_write_perm(state: &Arc<State>, request: &RemotingCommand) -> HandlerResult {
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header
-        .broker_name
-        .as_deref()
-        .map_or(0, |name| state.routes.write(|t| t.wipe_write_perm(name)));
+    let count = match header.broker_name.clone() {
+        Some(name) => write_on_lane(state, move |t| t.wipe_write_perm(&name)).await?,
+        None => 0,
+    };
     info!(
         broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
         count, "wiped write permission"
@@ -553,12 +564,12 @@ pub fn wipe_write_perm(state: &State, request: &RemotingCommand) -> HandlerResul
 
 /// 327: set perm to read+write on every queue of a broker group; answers the topic count.
 /// Java: `DefaultRequestProcessor#addWritePermOfBroker`
-pub fn add_write_perm(state: &State, request: &RemotingCommand) -> HandlerResult {
+pub async fn add_write_perm(state: &Arc<State>, request: &RemotingCommand) -> HandlerResult {
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
-    let count = header
-        .broker_name
-        .as_deref()
-        .map_or(0, |name| state.routes.write(|t| t.add_write_perm(name)));
+    let count = match header.broker_name.clone() {
+        Some(name) => write_on_lane(state, move |t| t.add_write_perm(&name)).await?,
+        None => 0,
+    };
     info!(
         broker = header.broker_name.as_deref().map(|b| tracing::field::display(clip(b))),
         count, "added write permission"
@@ -780,5 +791,36 @@ mod tests {
         }
         assert_eq!(waiting.await.expect("joined").expect("registered").code, 0);
         assert_eq!(state.limits.lane_gate.queued_bytes(), 0);
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER scans every topic: it waits for the route table's writer on
+    /// the registration lane, so the one thread of a current-thread runtime goes on running its
+    /// other tasks meanwhile, and answers once the writer is free, with the change published.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_permission_switch_waits_for_the_writer_off_the_io_threads() {
+        use crate::tests::{registration as broker_b, HeldWriter};
+
+        let dir = tempfile::tempdir().expect("dir");
+        let state = fresh_state(&dir);
+        state.routes.write(|t| t.register_broker(broker_b(), 1, false)).expect("registered");
+        let held = HeldWriter::hold(&state).await;
+        let mut wipe = RemotingCommand::request(RequestCode::WipeWritePermOfBroker);
+        wipe.ext_fields = Some([("brokerName", "b")].into_iter().collect());
+        let answer = tokio::spawn({
+            let state = Arc::clone(&state);
+            async move { wipe_write_perm(&state, &wipe).await }
+        });
+        for _ in 0..1_000 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!answer.is_finished(), "answered while the writer was held");
+        assert!(
+            !held.release().await,
+            "the runtime's thread was blocked until the watchdog released the writer"
+        );
+        let answer = answer.await.expect("joined").expect("wiped");
+        assert_eq!(answer.ext("wipeTopicCount"), Some("2"));
+        let route = state.routes.snapshot().pickup_route("T1", true).expect("route");
+        assert_eq!(route.queue_datas[0].perm & remoting::body::perm::WRITE, 0);
     }
 }

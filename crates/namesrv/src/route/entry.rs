@@ -100,11 +100,6 @@ impl TopicEntry {
         list_queue(&self.queues, broker)
     }
 
-    /// This entry with `broker`'s queue set to `spec` (added or replaced).
-    pub(super) fn with_queue(&self, broker: &Arc<str>, spec: QueueSpec, lists: &Lists) -> Self {
-        Self::of_list(self.name(), list_setting(lists, &self.queues, broker, spec))
-    }
-
     /// `name`'s entry of a shared list.
     pub(super) fn of_list(name: &str, queues: QueueList) -> Self {
         Self { name: InlineKey::new(name), queues, own: OnceLock::new() }
@@ -161,7 +156,7 @@ impl LastList {
 }
 
 /// `list` with `broker`'s queue set to `spec` (added or replaced), shared through `lists`.
-fn list_setting(
+pub(super) fn list_setting(
     lists: &Lists,
     list: &[(Arc<str>, QueueSpec)],
     broker: &Arc<str>,

@@ -3,11 +3,13 @@
 
 use remoting::text::clip;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use remoting::body::perm;
 use tracing::{debug, info};
 
-use super::table::{RouteTable, TopicEntry};
+use super::entry::list_setting;
+use super::table::{QueueList, QueueSpec, RouteTable, TopicEntry};
 use super::{MinBrokerIdChange, UnregisterOutcome, UnregisterRequest};
 
 impl RouteTable {
@@ -173,28 +175,35 @@ impl RouteTable {
         self.operate_write_perm(broker_name, |_| perm::READ | perm::WRITE)
     }
 
-    /// Java: `RouteInfoManager#operateWritePermOfBroker`
+    /// Java: `RouteInfoManager#operateWritePermOfBroker`. Each shared list is looked at, and
+    /// rewritten, once however many topics share it (see [`RouteTable::rewrite_topics`]).
     fn operate_write_perm(&mut self, broker_name: &str, op: impl Fn(i32) -> i32) -> i32 {
+        // Per list: whether it has the broker's queue, and the list with its new perm (when
+        // that changes it).
+        let mut rewritten: foldhash::HashMap<*const (), (bool, Option<QueueList>)> =
+            foldhash::HashMap::default();
         let mut count: i32 = 0;
-        let mut changes: Vec<TopicEntry> = Vec::new();
-        for (_, entry) in self.topics.iter() {
-            let Some(spec) = entry.queue(broker_name) else {
-                continue;
-            };
-            count = count.saturating_add(1);
-            let new_perm = op(spec.perm);
-            if new_perm != spec.perm {
-                let broker =
-                    entry.queues.iter().find(|(b, _)| &**b == broker_name).map(|(b, _)| b.clone());
-                if let Some(broker) = broker {
-                    let mut spec = *spec;
-                    spec.perm = new_perm;
-                    changes.push(entry.with_queue(&broker, spec, &self.lists));
-                }
+        let mut changes = Vec::new();
+        for (topic, entry) in self.topics.iter() {
+            let list = &entry.queues;
+            let (has, new) = rewritten.entry(Arc::as_ptr(list).cast()).or_insert_with(|| {
+                let Some((broker, spec)) = list.iter().find(|(b, _)| &**b == broker_name) else {
+                    return (false, None);
+                };
+                let perm = op(spec.perm);
+                let changed = (perm != spec.perm)
+                    .then(|| list_setting(&self.lists, list, broker, QueueSpec { perm, ..*spec }));
+                (true, changed)
+            });
+            if *has {
+                count = count.saturating_add(1);
+            }
+            if let Some(list) = new {
+                changes.push((topic.to_owned(), list.clone()));
             }
         }
-        for entry in changes {
-            let topic = entry.name().to_owned();
+        for (topic, list) in changes {
+            let entry = TopicEntry::of_list(&topic, list);
             self.set_topic(&topic, Some(entry));
         }
         count
