@@ -436,13 +436,17 @@ async fn scale_cmd(a: ScaleArgs) -> anyhow::Result<()> {
 fn write_scale_report(r: &ScaleReport, out: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("scale.md"), scale::markdown(r))?;
-    scale::chart(r, &out.join("scale.svg"))
+    scale::chart(r, &out.join("scale.svg"))?;
+    scale::embed(out)?;
+    Ok(())
 }
 
 fn write_report(r: &Report, out: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("latest.md"), report::markdown(r))?;
-    bench::chart::chart(r, &out.join("latest.svg"))
+    bench::chart::chart(r, &out.join("latest.svg"))?;
+    scale::embed(out)?;
+    Ok(())
 }
 
 /// What `prog args` printed (stdout, then stderr), trimmed; empty when it could not run.

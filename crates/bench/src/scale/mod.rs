@@ -8,15 +8,18 @@
 //!
 //! Files: `mod.rs` (the results model), `run.rs` (the scenario), `variant.rs` (the changing
 //! table of the real-change churn), `watch.rs` (the route-snapshot writer seen from outside),
-//! `report.rs` (`scale.md`), `chart.rs` (`scale.svg`).
+//! `report.rs` (`scale.md`), `chart.rs` (`scale.svg`), `embed.rs` (`scale.md` at the end of
+//! `latest.md`).
 
 mod chart;
+mod embed;
 mod report;
 mod run;
 mod variant;
 mod watch;
 
 pub use chart::chart;
+pub use embed::embed;
 pub use report::markdown;
 pub use run::run;
 pub use variant::ChangingBody;
