@@ -2,6 +2,8 @@
 
 use remoting::body::perm;
 
+use proptest::prelude::*;
+
 use super::*;
 use crate::route::MinBrokerIdChange;
 
@@ -200,4 +202,99 @@ fn closing_connections_removes_the_master_then_the_route() {
     t.unregister_batch(&reqs);
     assert!(t.pickup_route("TestTopic", true).is_none());
     assert!(t.on_connection_closed(11).is_empty());
+}
+
+/// What a table of three groups should hold after wipes, adds and removals: topic → group →
+/// perm.
+type Model = std::collections::BTreeMap<String, std::collections::BTreeMap<&'static str, i32>>;
+
+#[derive(Debug, Clone)]
+enum PermOp {
+    Wipe(usize),
+    Add(usize),
+    Remove(Vec<usize>),
+}
+
+const GROUPS: [&str; 3] = ["broker-a", "broker-b", "broker-c"];
+
+proptest::proptest! {
+    /// The write-permission switches and a batch's removals rewrite each list the topics share
+    /// once (`RouteTable::rewrite_topics`, `operate_write_perm`): whatever lists the topics end
+    /// up sharing, every topic comes out as a model applying each change topic by topic says,
+    /// and the counts are the topics that have the group.
+    #[test]
+    fn rewriting_shared_lists_gives_every_topic_its_own_answer(
+        cells in proptest::collection::vec(proptest::collection::vec(0usize..4, 3), 1..40),
+        ops in proptest::collection::vec(
+            proptest::prop_oneof![
+                (0usize..3).prop_map(PermOp::Wipe),
+                (0usize..3).prop_map(PermOp::Add),
+                proptest::collection::vec(0usize..3, 1..3).prop_map(PermOp::Remove),
+            ],
+            1..5,
+        ),
+    ) {
+        // cells[topic][group]: 0 = no queue, else perm 2, 4 or 6.
+        let mut t = RouteTable::new();
+        let mut model = Model::new();
+        for (g, group) in GROUPS.iter().enumerate() {
+            let broker = Broker::master()
+                .name(group)
+                .addr(&format!("127.0.0.{}:10911", g + 1))
+                .acting_master(None)
+                .conn(g as ConnId + 1);
+            let mut configs = vec![TopicConfig::named("baseTopic")];
+            for (i, cell) in cells.iter().enumerate() {
+                if cell[g] > 0 {
+                    let perm = 2 * cell[g] as i32;
+                    configs.push(topic_config(&format!("T{i}"), perm));
+                    model.entry(format!("T{i}")).or_default().insert(group, perm);
+                }
+            }
+            // Two topics at least: a single-topic registration is refused before a full one.
+            configs.push(topic_config(&format!("own-{group}"), 6));
+            model.entry(format!("own-{group}")).or_default().insert(group, 6);
+            model.entry("baseTopic".into()).or_default().insert(group, 6);
+            t.register_broker(broker.request_with(configs), NOW, false).expect("registered");
+        }
+        for op in ops {
+            match op {
+                PermOp::Wipe(g) | PermOp::Add(g) => {
+                    let wipe = matches!(op, PermOp::Wipe(_));
+                    let expected = model.values().filter(|q| q.contains_key(GROUPS[g])).count();
+                    for perm in model.values_mut().filter_map(|q| q.get_mut(GROUPS[g])) {
+                        *perm = if wipe { *perm & !perm::WRITE } else { perm::READ | perm::WRITE };
+                    }
+                    let count =
+                        if wipe { t.wipe_write_perm(GROUPS[g]) } else { t.add_write_perm(GROUPS[g]) };
+                    prop_assert_eq!(count as usize, expected);
+                }
+                PermOp::Remove(groups) => {
+                    let requests: Vec<UnregisterRequest> = groups
+                        .iter()
+                        .map(|&g| {
+                            let broker = Broker::master()
+                                .name(GROUPS[g])
+                                .addr(&format!("127.0.0.{}:10911", g + 1));
+                            broker.unregister()
+                        })
+                        .collect();
+                    t.unregister_batch(&requests);
+                    for queues in model.values_mut() {
+                        queues.retain(|group, _| !groups.iter().any(|&g| GROUPS[g] == *group));
+                    }
+                    model.retain(|_, queues| !queues.is_empty());
+                }
+            }
+            prop_assert_eq!(t.topic_count(), model.len());
+            for (topic, queues) in &model {
+                let route = route(&t, topic);
+                let got: std::collections::BTreeMap<&str, i32> =
+                    route.queue_datas.iter().map(|q| (q.broker_name.as_str(), q.perm)).collect();
+                let want: std::collections::BTreeMap<&str, i32> =
+                    queues.iter().map(|(g, p)| (*g, *p)).collect();
+                prop_assert_eq!(got, want, "topic {}", topic);
+            }
+        }
+    }
 }
