@@ -1,7 +1,8 @@
 //! S7's table and chart in `latest.md` too (issue #25 asks for them there): `scale.md`, its
-//! headings one level down, between two markers at the end of `latest.md`. Whichever of the two
-//! is written last embeds the other's current text, so `latest.md` always carries the S7 run
-//! beside it, and a later S1–S6 run does not drop it.
+//! headings one level down, between two markers at the end of `latest.md`, after the suite's
+//! part (which the book includes by its anchor; the book shows S7 from `scale.md` itself).
+//! Whichever of the two is written last embeds the other's current text, so `latest.md` always
+//! carries the S7 run beside it, and a later S1–S6 run does not drop it.
 
 use std::path::Path;
 
