@@ -57,10 +57,9 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
 }
 
 /// Applies queued unregistrations in batches: waits for one, then takes all that are queued.
-/// A batch is applied on the registration lane, published with the lane's batch: it waits
-/// for the route table's writer and scans every topic for the queues of the groups it removes
-/// (Java's `cleanTopicByUnRegisterRequests`; #25: ~100 ms at 1,000,000 topics), which on an I/O
-/// thread would hold up every read that thread serves.
+/// A batch waits for the route table's writer and scans every topic for the queues of the
+/// groups it removes (Java's `cleanTopicByUnRegisterRequests`; #25: ~100 ms at 1,000,000
+/// topics), so a large table's runs on the registration lane (`State::write_scanning`).
 /// Java: `BatchUnregistrationService#run`
 async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
     let Some(mut rx) = state.take_unregister_rx() else {
@@ -74,12 +73,8 @@ async fn unregister_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutd
                     break;
                 }
                 let requests: Vec<_> = batch.iter().map(|(request, _)| request.clone()).collect();
-                let writer = Arc::clone(&state);
-                let applied = state
-                    .work
-                    .lane
-                    .run(move || writer.routes.write_batched(|t| t.apply_unregister_batch(&requests)))
-                    .await;
+                let applied =
+                    state.write_scanning(move |t| t.apply_unregister_batch(&requests)).await;
                 let Ok(outcome) = applied else {
                     break; // the lane stopped: the server is shutting down
                 };

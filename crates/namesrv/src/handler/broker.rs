@@ -534,14 +534,12 @@ pub fn heartbeat(state: &State, request: &RemotingCommand) -> HandlerResult {
     Ok(success())
 }
 
-/// Runs a write that scans every topic on the registration lane, published with its batch:
-/// at 1,000,000 topics tens of milliseconds that must not hold up an I/O thread's reads.
-async fn write_on_lane<R: Send + 'static>(
+/// [`State::write_scanning`], its failure a system error.
+async fn write_scanning<R: Send + 'static>(
     state: &Arc<State>,
     f: impl FnOnce(&mut RouteTable) -> R + Send + 'static,
 ) -> Result<R, HandlerError> {
-    let writer = Arc::clone(state);
-    let written = state.work.lane.run(move || writer.routes.write_batched(f)).await;
+    let written = state.write_scanning(f).await;
     written.map_err(|e| HandlerError::System(format!("route write failed: {e}")))
 }
 
@@ -550,7 +548,7 @@ async fn write_on_lane<R: Send + 'static>(
 pub async fn wipe_write_perm(state: &Arc<State>, request: &RemotingCommand) -> HandlerResult {
     let header: WipeWritePermOfBrokerRequestHeader = request.decode_header();
     let count = match header.broker_name.clone() {
-        Some(name) => write_on_lane(state, move |t| t.wipe_write_perm(&name)).await?,
+        Some(name) => write_scanning(state, move |t| t.wipe_write_perm(&name)).await?,
         None => 0,
     };
     info!(
@@ -567,7 +565,7 @@ pub async fn wipe_write_perm(state: &Arc<State>, request: &RemotingCommand) -> H
 pub async fn add_write_perm(state: &Arc<State>, request: &RemotingCommand) -> HandlerResult {
     let header: AddWritePermOfBrokerRequestHeader = request.decode_header();
     let count = match header.broker_name.clone() {
-        Some(name) => write_on_lane(state, move |t| t.add_write_perm(&name)).await?,
+        Some(name) => write_scanning(state, move |t| t.add_write_perm(&name)).await?,
         None => 0,
     };
     info!(
@@ -819,7 +817,8 @@ mod tests {
             "the runtime's thread was blocked until the watchdog released the writer"
         );
         let answer = answer.await.expect("joined").expect("wiped");
-        assert_eq!(answer.ext("wipeTopicCount"), Some("2"));
+        let count = crate::state::SCAN_ON_LANE_TOPICS.to_string();
+        assert_eq!(answer.ext("wipeTopicCount"), Some(count.as_str()));
         let route = state.routes.snapshot().pickup_route("T1", true).expect("route");
         assert_eq!(route.queue_datas[0].perm & remoting::body::perm::WRITE, 0);
     }

@@ -13,11 +13,13 @@ use crate::state::State;
 pub(crate) const CLUSTER: &str = "C";
 pub(crate) const ADDR: &str = "10.0.0.1:10911";
 
-/// A registration of broker `b` (id 0, cluster `C`) with topics `T1` and `T2`.
+/// A registration of broker `b` (id 0, cluster `C`) with topics `T1`, `T2`, … enough for a
+/// write that scans every topic to run on the lane ([`crate::state::SCAN_ON_LANE_TOPICS`]).
 pub(crate) fn registration() -> RegisterBroker {
     let mut topic_config = TopicConfigAndMappingSerializeWrapper::default();
-    for topic in ["T1", "T2"] {
-        topic_config.topic_config_table.insert(topic.into(), TopicConfig::named(topic));
+    for i in 1..=crate::state::SCAN_ON_LANE_TOPICS {
+        let topic = format!("T{i}");
+        topic_config.topic_config_table.insert(topic.clone(), TopicConfig::named(topic));
     }
     RegisterBroker {
         cluster: CLUSTER.into(),
