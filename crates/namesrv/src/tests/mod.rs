@@ -13,7 +13,7 @@ use crate::state::State;
 pub(crate) const CLUSTER: &str = "C";
 pub(crate) const ADDR: &str = "10.0.0.1:10911";
 
-/// A registration of broker `b` (id 0, cluster `C`) with topics `T1`, `T2`, … enough for a
+/// A registration of broker `b` (id 0, cluster `C`) with topics `T1`, `T2`, …: enough for a
 /// write that scans every topic to run on the lane ([`crate::state::SCAN_ON_LANE_TOPICS`]).
 pub(crate) fn registration() -> RegisterBroker {
     let mut topic_config = TopicConfigAndMappingSerializeWrapper::default();
