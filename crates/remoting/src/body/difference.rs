@@ -14,7 +14,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::compressed::BodyLimits;
 use super::plain_topic::{plain_text, read_topic_config};
-use super::skim::skim_topic_table_with;
+use super::skim::{entries_in, skim_topic_table_with};
 use super::table_digest::{DeltaBase, TableDigests};
 use super::{from_json, DataVersion, RegisterBrokerBody, TopicConfig};
 use crate::RemotingCommand;
@@ -45,7 +45,7 @@ impl Skimmed {
     /// the digest of the request's header fields, made with `delete_topics`.
     pub fn new(request: &RemotingCommand, fields: &Xxh3, delete_topics: bool) -> Option<Self> {
         let body = request.body.as_deref()?;
-        let mut digests = Vec::with_capacity(body.len() / 160);
+        let mut digests = Vec::with_capacity(entries_in(body));
         let table = skim_topic_table_with(body, request.version, |key, value| {
             digests.push(TableDigests::entry(key, value));
         })?;
