@@ -1,6 +1,7 @@
 //! Time of each part of what the registration lane does with a changed 10,000-topic
 //! REGISTER_BROKER body before applying it as its difference (#25): the skim (in both JSON
-//! forms), the skim with each entry digested as it is skimmed (the prepare thread's way), the
+//! forms), the skim with each entry digested as it is skimmed (the prepare thread's way, and
+//! guided by the previous body's shapes), the
 //! checksum, the whole-body digest, the entries' digests and the difference from the previous
 //! body (1 % of the entries changed):
 //! `cargo run --release -p remoting --example delta_cost`.
@@ -8,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use remoting::body::skim::{skim_topic_table, skim_topic_table_with};
+use remoting::body::skim::{skim_and_digest, skim_topic_table};
 use remoting::body::table_digest::TableDigests;
 use remoting::body::{
     to_legacy_json, to_standard_json, DataVersion, RegisterBrokerBody, TopicConfig,
@@ -59,13 +60,18 @@ fn main() {
     let legacy = body(|_| 6, to_legacy_json);
     time("skim, legacy JSON", || skim_topic_table(&legacy, 500).map_or(0, |t| t.entries.len()));
     let old = body(|_| 6, to_standard_json);
-    let new = body(|i| if i % 100 == 0 { 2 } else { 6 }, to_standard_json);
+    // 1 % changed, spread over the body (its order is by name: by `i % 100`, then `i`).
+    let new = body(|i| if i / 100 % 100 == 0 { 2 } else { 6 }, to_standard_json);
     println!("body {} B, {TOPICS} topics, 1 % changed", new.len());
     time("skim", || skim_topic_table(&new, 500).map_or(0, |t| t.entries.len()));
     time("skim and digests", || {
-        let mut digests = Vec::with_capacity(TOPICS);
-        skim_topic_table_with(&new, 500, |k, v| digests.push(TableDigests::entry(k, v)));
-        TableDigests::of(digests, 1).base.entries.len()
+        skim_and_digest(&new, 500, &[])
+            .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
+    });
+    let guide = TableDigests::new(&skim_topic_table(&old, 500).unwrap().entries, 1).base;
+    time("… guided by the last", || {
+        skim_and_digest(&new, 500, &guide.shapes)
+            .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
     });
     time("crc32", || crc32fast::hash(&new) as usize);
     time("xxh3 of the body", || xxhash_rust::xxh3::xxh3_64(&new) as usize);

@@ -24,7 +24,7 @@ fn both(
     limits: BodyLimits,
 ) -> (Option<RegisterBrokerBody>, Option<RegisterBrokerBody>) {
     let request = request(body, version);
-    let skimmed = Skimmed::new(&request, &Xxh3::new(), false);
+    let skimmed = Skimmed::new(&request, &Xxh3::new(), false, None);
     let whole = skimmed.and_then(|s| s.decode_whole(&request, limits));
     let full = RegisterBrokerBody::decode_limited(body.as_bytes(), false, version, limits).ok();
     (whole, full)

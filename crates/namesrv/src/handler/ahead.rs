@@ -55,10 +55,14 @@ pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
     let (delete_topics, limits) =
         (config.delete_topic_with_broker_registration, body_limits(&config));
     let fields = digest_fields(request, &header, request.ext(ZONE_NAME), delete_topics);
-    let mut skimmed = if compressed { None } else { Skimmed::new(request, &fields, delete_topics) };
     let base = match (&header.cluster_name, &header.broker_addr) {
         (Some(cluster), Some(addr)) => state.routes.snapshot().delta_base(cluster, addr),
         _ => None,
+    };
+    let mut skimmed = if compressed {
+        None
+    } else {
+        Skimmed::new(request, &fields, delete_topics, base.as_ref())
     };
     let differs = match (skimmed.as_mut(), base) {
         (Some(s), Some(base)) if !delete_topics && base.rest_digest == s.base().rest_digest => {

@@ -278,7 +278,12 @@ fn register_counted(
     // One walk of the body (here, or ahead): its topic-table entries and where its DataVersion
     // sits.
     let mut skimmed = match ahead.skimmed.filter(|s| s.delete_topics == delete_topics) {
-        None if !compressed => Skimmed::new(request, &fields, delete_topics),
+        None if !compressed => {
+            let (cluster, addr) = (header.cluster_name.as_deref(), header.broker_addr.as_deref());
+            let guide =
+                cluster.zip(addr).and_then(|(c, a)| state.routes.snapshot().delta_base(c, a));
+            Skimmed::new(request, &fields, delete_topics, guide.as_ref())
+        }
         skimmed => skimmed,
     };
     let around_version = skimmed.as_ref().map(|s| s.around(request.body_bytes()));

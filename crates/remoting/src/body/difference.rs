@@ -13,8 +13,9 @@ use std::ops::Range;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::compressed::BodyLimits;
+use super::guide::Shape;
 use super::plain_topic::{plain_text, read_topic_config};
-use super::skim::{entries_in, skim_topic_table_with};
+use super::skim::skim_and_digest;
 use super::table_digest::{DeltaBase, TableDigests};
 use super::{from_json, DataVersion, RegisterBrokerBody, TopicConfig};
 use crate::RemotingCommand;
@@ -41,22 +42,27 @@ pub struct Skimmed {
 }
 
 impl Skimmed {
-    /// An uncompressed body's topic table ([`skim_topic_table`]) and its digests; `fields` is
-    /// the digest of the request's header fields, made with `delete_topics`.
-    pub fn new(request: &RemotingCommand, fields: &Xxh3, delete_topics: bool) -> Option<Self> {
+    /// An uncompressed body's topic table ([`skim_and_digest`]) and its digests; `fields` is
+    /// the digest of the request's header fields, made with `delete_topics`; `guide`: the
+    /// address's base of the moment, whose shapes guide the skim.
+    pub fn new(
+        request: &RemotingCommand,
+        fields: &Xxh3,
+        delete_topics: bool,
+        guide: Option<&DeltaBase>,
+    ) -> Option<Self> {
         let body = request.body.as_deref()?;
-        let mut digests = Vec::with_capacity(entries_in(body));
-        let table = skim_topic_table_with(body, request.version, |key, value| {
-            digests.push(TableDigests::entry(key, value));
-        })?;
+        let shapes = guide.map_or(&[][..], |base| &base.shapes);
+        let mut table = skim_and_digest(body, request.version, shapes)?;
         let mut rest = fields.clone();
         rest.update(&[2]);
         for part in table.outside {
             rest.update(&(part.len() as u64).to_le_bytes());
             rest.update(part);
         }
-        debug_assert_eq!(digests.len(), table.entries.len());
-        let digests = TableDigests::of(digests, rest.digest());
+        debug_assert_eq!(table.digests.len(), table.entries.len());
+        let digests =
+            TableDigests::of(&table.entries, std::mem::take(&mut table.digests), rest.digest());
         // Every part is a slice of `body`: its place there.
         let at = |part: &[u8]| {
             let start = part.as_ptr() as usize - body.as_ptr() as usize;
@@ -86,7 +92,8 @@ impl Skimmed {
     /// The bytes it holds besides the body: each entry's place and digests, and the entries
     /// decoded ahead (their strings at most the body's bytes, counted by the caller).
     pub fn held_bytes(&self) -> usize {
-        let per_entry = std::mem::size_of::<(Range<usize>, Range<usize>)>() + 3 * 8;
+        let per_entry =
+            std::mem::size_of::<(Range<usize>, Range<usize>)>() + 3 * 8 + size_of::<Shape>();
         let decoded = match &self.ahead {
             Some((_, _, Some(changed))) => {
                 changed.len() * std::mem::size_of::<(String, TopicConfig)>()

@@ -18,6 +18,7 @@ pub mod compressed;
 mod controller;
 pub mod crc;
 pub mod difference;
+pub mod guide;
 pub mod json;
 mod lenient;
 pub mod plain_topic;

@@ -12,6 +12,8 @@
 
 use wide::u8x16;
 
+use super::guide::{Guide, Shape};
+use super::table_digest::TableDigests;
 use super::{from_json, DataVersion};
 use crate::version;
 
@@ -69,6 +71,9 @@ pub struct TopicTable<'a> {
     /// The `topicConfigTable` entries in body order: the key (between its quotes; never an
     /// escape) and the value (an object, not validated).
     pub entries: Vec<(&'a [u8], &'a [u8])>,
+    /// Each entry's [`TableDigests::entry`] digests, in body order, when asked for
+    /// ([`skim_and_digest`]; else empty).
+    pub digests: Vec<(u64, u64)>,
     /// The body outside the `DataVersion` value and the `topicConfigTable` value, in order.
     pub outside: [&'a [u8]; 3],
     /// The `topicConfigTable` value.
@@ -86,29 +91,43 @@ const TOPIC_CONFIG_TABLE: &[u8] = b"topicConfigTable";
 /// Entries are not decoded: a caller decodes those it needs with [`from_json`], as the full
 /// decoder would.
 pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<'_>> {
-    skim_topic_table_with(bytes, broker_version, |_, _| ())
+    skim(bytes, broker_version, None)
 }
 
-/// [`skim_topic_table`], handing each entry (key, value) to `on_entry` as soon as it is
-/// skimmed, while its bytes are in the cache (a caller digests them there: a pass of their own
-/// read the 2 MB body from memory again). An entry may be handed over and the skim still fail.
-pub fn skim_topic_table_with<'a>(
+/// [`skim_topic_table`] with each entry digested ([`TableDigests::entry`]) as soon as it is
+/// skimmed, while its bytes are in the cache (a pass of their own read the 2 MB body from
+/// memory again), into [`TopicTable::digests`]; guided by the `shapes` of the broker's
+/// previous body ([`Guide`]): an entry that is, by digest, the one a shape describes is not
+/// skimmed at all. Given shapes, the body's plain-text pass is skipped too (the entries taken
+/// by shape were checked with the body they came from; the others, and the rest, are skimmed
+/// as a body that is not plain).
+pub fn skim_and_digest<'a>(
     bytes: &'a [u8],
     broker_version: i32,
-    mut on_entry: impl FnMut(&'a [u8], &'a [u8]),
+    shapes: &[Shape],
+) -> Option<TopicTable<'a>> {
+    skim(bytes, broker_version, Some(Guide::new(shapes)))
+}
+
+/// The skim; `digesting`: digest each entry, guided by these shapes.
+fn skim<'a>(
+    bytes: &'a [u8],
+    broker_version: i32,
+    mut digesting: Option<Guide<'_>>,
 ) -> Option<TopicTable<'a>> {
     if broker_version < 0 {
         return None;
     }
+    let guided = digesting.as_ref().is_some_and(|guide| !guide.is_empty());
     // A body without `\`, `'` or `$` (a broker's, as a rule) has no `$ref`, and its entries can
     // be skipped a block at a time.
-    let plain = memchr::memchr3(b'\\', b'\'', b'$', bytes).is_none();
-    if !plain && memchr::memmem::find(bytes, b"$ref").is_some() {
+    let plain = !guided && memchr::memchr3(b'\\', b'\'', b'$', bytes).is_none();
+    if !plain && !guided && memchr::memmem::find(bytes, b"$ref").is_some() {
         return None;
     }
     let top = skip_ws(bytes, 0);
     let (walked, end) = if broker_version < version::V3_0_11 {
-        walk_wrapper(bytes, top, plain, &mut on_entry)?
+        walk_wrapper(bytes, top, plain, &mut digesting)?
     } else {
         let mut found = None;
         let end = walk_object(bytes, top, plain, |name, value| {
@@ -118,7 +137,7 @@ pub fn skim_topic_table_with<'a>(
             if found.is_some() {
                 return None;
             }
-            let (walked, end) = walk_wrapper(bytes, value, plain, &mut on_entry)?;
+            let (walked, end) = walk_wrapper(bytes, value, plain, &mut digesting)?;
             found = Some(walked);
             Some(end)
         })?;
@@ -127,15 +146,20 @@ pub fn skim_topic_table_with<'a>(
     if skip_ws(bytes, end) != bytes.len() {
         return None;
     }
-    let Walked { dv, table, entries } = walked;
+    let Walked { dv, table, entries, digests } = walked;
     let (dv, table) = (dv?, table?);
+    // Guided, the entries skimmed were checked for `$ref` one by one; the rest is checked here.
+    let has_ref = |part: &[u8]| memchr::memmem::find(part, b"$ref").is_some();
+    if guided && (has_ref(&bytes[..table.start]) || has_ref(&bytes[table.end..])) {
+        return None;
+    }
     let data_version = from_json(&bytes[dv.clone()]).ok()?;
     let (before, after) = (&bytes[..dv.start], &bytes[dv.end..]);
     let table_bytes = &bytes[table.clone()];
     let (first, second) = if dv.start < table.start { (dv, table) } else { (table, dv) };
     let outside = [&bytes[..first.start], &bytes[first.end..second.start], &bytes[second.end..]];
     let table = table_bytes;
-    Some(TopicTable { data_version, entries, outside, table, before, after })
+    Some(TopicTable { data_version, entries, digests, outside, table, before, after })
 }
 
 /// Room for a body's topic-table entries: a broker's entry is ~190 bytes, so most tables fit
@@ -150,6 +174,7 @@ struct Walked<'a> {
     dv: Option<std::ops::Range<usize>>,
     table: Option<std::ops::Range<usize>>,
     entries: Vec<(&'a [u8], &'a [u8])>,
+    digests: Vec<(u64, u64)>,
 }
 
 /// Walks the wrapper object at `at`: each of its two keys at most once, each an object.
@@ -158,9 +183,9 @@ fn walk_wrapper<'a>(
     bytes: &'a [u8],
     at: usize,
     plain: bool,
-    on_entry: &mut dyn FnMut(&'a [u8], &'a [u8]),
+    digesting: &mut Option<Guide<'_>>,
 ) -> Option<(Walked<'a>, usize)> {
-    let mut walked = Walked { dv: None, table: None, entries: Vec::new() };
+    let mut walked = Walked { dv: None, table: None, entries: Vec::new(), digests: Vec::new() };
     let end = walk_object(bytes, at, plain, |name, value| {
         if (name == DATA_VERSION || name == TOPIC_CONFIG_TABLE) && bytes.get(value) != Some(&b'{') {
             return None;
@@ -169,25 +194,81 @@ fn walk_wrapper<'a>(
             let end = skip_value(bytes, value)?;
             walked.dv.replace(value..end).is_none().then_some(end)
         } else if name == TOPIC_CONFIG_TABLE {
-            let mut entries = Vec::with_capacity(entries_in(bytes));
-            let end = walk_object(bytes, value, plain, |key, entry| {
-                if bytes.get(entry) != Some(&b'{') {
-                    return None;
-                }
-                let entry_end =
-                    if plain { skip_plain_object(bytes, entry) } else { skip_value(bytes, entry) }?;
-                let value = &bytes[entry..entry_end];
-                on_entry(key, value);
-                entries.push((key, value));
-                Some(entry_end)
-            })?;
-            walked.entries = entries;
+            let room = entries_in(bytes);
+            walked.entries = Vec::with_capacity(room);
+            walked.digests = Vec::with_capacity(if digesting.is_some() { room } else { 0 });
+            let end = walk_table(bytes, value, plain, digesting.as_mut(), &mut walked)?;
             walked.table.replace(value..end).is_none().then_some(end)
         } else {
             skip_value(bytes, value)
         }
     })?;
     Some((walked, end))
+}
+
+/// Walks the topic table at `at` (an object whose values are objects) into `walked`'s entries
+/// (and digests, when `digesting`); the index after it. An entry the guide places is taken as
+/// it is; any other is skimmed (and, guided, checked for a `$ref`).
+fn walk_table<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    plain: bool,
+    mut digesting: Option<&mut Guide<'_>>,
+    walked: &mut Walked<'a>,
+) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let guided = digesting.as_ref().is_some_and(|guide| !guide.is_empty());
+    let mut i = skip_ws(bytes, at + 1);
+    if bytes.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        let placed = digesting.as_mut().and_then(|guide| guide.place(bytes, i));
+        let end = match placed {
+            Some((key, value, digests, end)) => {
+                walked.entries.push((key, value));
+                walked.digests.push(digests);
+                end
+            }
+            None => {
+                if bytes.get(i) != Some(&b'"') {
+                    return None;
+                }
+                let key_end = skip_string(bytes, i)?;
+                let key = &bytes[i + 1..key_end - 1];
+                if !plain && key.contains(&b'\\') {
+                    return None;
+                }
+                let colon = skip_ws(bytes, key_end);
+                if bytes.get(colon) != Some(&b':') {
+                    return None;
+                }
+                let start = skip_ws(bytes, colon + 1);
+                if bytes.get(start) != Some(&b'{') {
+                    return None;
+                }
+                let end =
+                    if plain { skip_plain_object(bytes, start) } else { skip_value(bytes, start) }?;
+                let value = &bytes[start..end];
+                if guided && memchr::memmem::find(&bytes[i..end], b"$ref").is_some() {
+                    return None;
+                }
+                if digesting.is_some() {
+                    walked.digests.push(TableDigests::entry(key, value));
+                }
+                walked.entries.push((key, value));
+                end
+            }
+        };
+        i = skip_ws(bytes, end);
+        match bytes.get(i) {
+            Some(b',') => i = skip_ws(bytes, i + 1),
+            Some(b'}') => return Some(i + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// Walks the object at `at`: `entry(key, value start)` for each entry, returning the index

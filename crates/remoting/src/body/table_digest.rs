@@ -10,6 +10,8 @@ use std::sync::Arc;
 use hashbrown::hash_table::{Entry, HashTable};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
+use super::guide::Shape;
+
 /// What a fully applied registration leaves for applying the broker's next one as a
 /// difference: digests of the request outside its topic table and `DataVersion` (computed by
 /// the caller) and of each topic-table entry as sent.
@@ -19,6 +21,9 @@ pub struct DeltaBase {
     pub rest_digest: u64,
     /// Every entry's digest (key and value bytes), sorted.
     pub entries: Arc<[u64]>,
+    /// Every entry's shape, in body order: the guide to skimming the next body
+    /// ([`super::guide`]).
+    pub shapes: Arc<[Shape]>,
 }
 
 impl DeltaBase {
@@ -48,7 +53,7 @@ impl TableDigests {
     /// the caller's digest of everything else.
     pub fn new(entries: &[(&[u8], &[u8])], rest_digest: u64) -> Self {
         let digests = entries.iter().map(|(key, value)| Self::entry(key, value)).collect();
-        Self::of(digests, rest_digest)
+        Self::of(entries, digests, rest_digest)
     }
 
     /// An entry's key digest and entry digest (its value seeded with the key's).
@@ -57,12 +62,14 @@ impl TableDigests {
         (key, xxh3_64_with_seed(value, key))
     }
 
-    /// [`TableDigests::new`] of the entries whose [`TableDigests::entry`] digests, in body
+    /// [`TableDigests::new`] of `entries`, whose [`TableDigests::entry`] digests, in body
     /// order, are `digests`.
-    pub fn of(digests: Vec<(u64, u64)>, rest_digest: u64) -> Self {
+    pub fn of(entries: &[(&[u8], &[u8])], digests: Vec<(u64, u64)>, rest_digest: u64) -> Self {
         let sorted = sort_uniform(digests.iter().map(|&(_, entry)| entry).collect());
         let repeated_entry = sorted.windows(2).any(|pair| pair[0] == pair[1]);
-        let base = DeltaBase { rest_digest, entries: sorted.into() };
+        let shapes =
+            entries.iter().zip(&digests).map(|((k, v), &(_, d))| Shape::of(k, v, d)).collect();
+        let base = DeltaBase { rest_digest, entries: sorted.into(), shapes };
         Self { digests, repeated_entry, base }
     }
 

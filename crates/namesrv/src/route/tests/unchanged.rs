@@ -141,7 +141,7 @@ fn base_of(req: &RegisterBroker) -> crate::route::DeltaBase {
     let mut entries: Vec<u64> =
         req.topic_config.topic_config_table.values().map(base_of_one).collect();
     entries.sort_unstable();
-    crate::route::DeltaBase { rest_digest: 1, entries: entries.into() }
+    crate::route::DeltaBase { rest_digest: 1, entries: entries.into(), shapes: [].into() }
 }
 
 /// A registration that changed one topic of three, with a new DataVersion, is applied as that
@@ -348,7 +348,11 @@ mod equivalence {
                             req.topic_config.topic_config_table.values().map(digest_of).collect();
                         entries.sort_unstable();
                         req.delta_base =
-                            Some(DeltaBase { rest_digest: b as u64, entries: entries.into() });
+                            Some(DeltaBase {
+                                rest_digest: b as u64,
+                                entries: entries.into(),
+                                shapes: [].into(),
+                            });
                         let mut full = table.clone();
                         full.register_broker(req.clone(), NOW, false).ok();
                         // As the server: the shortcut, else the difference, else the full body;
