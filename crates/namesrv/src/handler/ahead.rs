@@ -8,6 +8,7 @@
 use remoting::body::compressed::BodyLimits;
 use remoting::body::difference::Skimmed;
 use remoting::body::register_digest::digest_fields;
+use remoting::body::table_digest::DeltaBase;
 use remoting::body::{BodyError, RegisterBrokerBody, TopicConfig};
 use remoting::headers::{RegisterBrokerRequestHeader, ZONE_NAME};
 use remoting::RemotingCommand;
@@ -48,6 +49,12 @@ impl Ahead {
     }
 }
 
+/// The base of the registration's address: its difference's, and its skim's guide.
+pub(super) fn base_of(state: &State, header: &RegisterBrokerRequestHeader) -> Option<DeltaBase> {
+    let (cluster, addr) = (header.cluster_name.as_deref()?, header.broker_addr.as_deref()?);
+    state.routes.snapshot().delta_base(cluster, addr)
+}
+
 /// The work of the module docs, as the tables and the config are now.
 pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
     let header: RegisterBrokerRequestHeader = request.decode_header();
@@ -55,15 +62,9 @@ pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
     let (delete_topics, limits) =
         (config.delete_topic_with_broker_registration, body_limits(&config));
     let fields = digest_fields(request, &header, request.ext(ZONE_NAME), delete_topics);
-    let base = match (&header.cluster_name, &header.broker_addr) {
-        (Some(cluster), Some(addr)) => state.routes.snapshot().delta_base(cluster, addr),
-        _ => None,
-    };
-    let mut skimmed = if compressed {
-        None
-    } else {
-        Skimmed::new(request, &fields, delete_topics, base.as_ref())
-    };
+    let base = base_of(state, &header);
+    let skim = || Skimmed::new(request, &fields, delete_topics, base.as_ref());
+    let mut skimmed = (!compressed).then(skim).flatten();
     let differs = match (skimmed.as_mut(), base) {
         (Some(s), Some(base)) if !delete_topics && base.rest_digest == s.base().rest_digest => {
             s.decode_ahead(request.body_bytes(), base, limits.max_topics)

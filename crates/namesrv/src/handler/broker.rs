@@ -20,7 +20,7 @@ use remoting::text::clip;
 use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 
-use super::ahead::{prepare, Ahead};
+use super::ahead::{base_of, prepare, Ahead};
 use super::digest::{digest_registration, Digested};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
@@ -279,10 +279,7 @@ fn register_counted(
     // sits.
     let mut skimmed = match ahead.skimmed.filter(|s| s.delete_topics == delete_topics) {
         None if !compressed => {
-            let (cluster, addr) = (header.cluster_name.as_deref(), header.broker_addr.as_deref());
-            let guide =
-                cluster.zip(addr).and_then(|(c, a)| state.routes.snapshot().delta_base(c, a));
-            Skimmed::new(request, &fields, delete_topics, guide.as_ref())
+            Skimmed::new(request, &fields, delete_topics, base_of(state, &header).as_ref())
         }
         skimmed => skimmed,
     };
@@ -381,20 +378,11 @@ fn register_delta(
     limits: &BodyLimits,
 ) -> Option<Counted> {
     let zone_name = request.ext(ZONE_NAME);
-    let (cluster, addr) = (header.cluster_name.as_deref()?, header.broker_addr.as_deref()?);
-    let base = state.routes.snapshot().delta_base(cluster, addr)?;
+    let base = base_of(state, header)?;
     if base.rest_digest != skimmed.base().rest_digest {
         return None;
     }
-    let changed = skimmed.changed(request.body_bytes(), &base, limits.max_topics)?;
-    let body = RegisterBrokerBody {
-        filter_server_list: None, // the same as the base's, which the tables hold
-        topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
-            data_version: skimmed.data_version(),
-            topic_config_table: changed,
-            ..Default::default()
-        },
-    };
+    let body = skimmed.changed_body(request.body_bytes(), &base, limits.max_topics)?;
     let (mut registration, event) =
         registration(state, header.clone(), zone_name, body, skimmed.topics(), conn, digest)
             .ok()?;

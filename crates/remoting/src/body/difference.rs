@@ -17,7 +17,9 @@ use super::guide::Shape;
 use super::plain_topic::{plain_text, read_topic_config};
 use super::skim::skim_and_digest;
 use super::table_digest::{DeltaBase, TableDigests};
-use super::{from_json, DataVersion, RegisterBrokerBody, TopicConfig};
+use super::{
+    from_json, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
+};
 use crate::RemotingCommand;
 
 /// The entries a base lacked, decoded (`None`: the full decoder's case), with that base and the
@@ -163,6 +165,25 @@ impl Skimmed {
         let found = changed.is_some();
         self.ahead = Some((base, max_topics, changed));
         found
+    }
+
+    /// The registration body of [`Skimmed::changed`]: its entries as the topic table, this
+    /// body's `DataVersion`, no filter servers (the base's, which the tables hold).
+    pub fn changed_body(
+        &mut self,
+        body: &[u8],
+        base: &DeltaBase,
+        max_topics: usize,
+    ) -> Option<RegisterBrokerBody> {
+        let changed = self.changed(body, base, max_topics)?;
+        Some(RegisterBrokerBody {
+            filter_server_list: None,
+            topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+                data_version: self.data_version,
+                topic_config_table: changed,
+                ..Default::default()
+            },
+        })
     }
 
     /// The entries `base` did not have ([`TableDigests::changed`]), decoded from `body` (the
