@@ -83,10 +83,11 @@ fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// `mqnamesrv`: builds the nameserver (every key checked, the KV store, TLS and the route
+/// `mqnamesrv`: applies `transparentHugePages`, builds the nameserver (every key checked, the KV store, TLS and the route
 /// snapshot loaded before any port opens: the first client finds the routes already there),
 /// binds, prints the boot lines and serves until SIGTERM or SIGINT.
 pub async fn namesrv(config: namesrv::Config) -> Result<(), BootError> {
+    crate::huge_pages::allow(config.transparent_huge_pages);
     let serialize_type = config.effective_serialize_type();
     let daemon = tokio::task::block_in_place(|| Daemon::build(config))?;
     let listeners = listen::bind(&daemon.state().config.snapshot()).await?;

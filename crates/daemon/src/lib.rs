@@ -9,6 +9,7 @@
 pub mod boot;
 pub mod cli;
 pub mod embedded;
+mod huge_pages;
 pub mod listen;
 pub mod standalone;
 

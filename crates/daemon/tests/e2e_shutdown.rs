@@ -1,7 +1,8 @@
 //! Shutdown end to end: the GO_AWAY window of `enableShutdownGracefully` (in process), and the
 //! real `mqnamesrv` binary — SIGTERM answers everything already received and exits 0, `-p`, a bad
 //! config value, KV durability across a SIGKILL and restart, and the warm restart from the route
-//! snapshot (after SIGTERM, and after SIGKILL from the last periodic snapshot).
+//! snapshot (after SIGTERM, and after SIGKILL from the last periodic snapshot); and
+//! `transparentHugePages=false` seen in the process's status.
 
 mod common;
 
@@ -426,4 +427,24 @@ async fn a_taken_http_port_stops_start_up_naming_the_key() {
     assert!(stderr.contains("httpListenPort"), "{stderr}");
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     drop(taken);
+}
+
+/// `THP_enabled` of process `pid` (`/proc/<pid>/status`: 0 once the process disabled
+/// transparent huge pages for itself).
+fn thp_enabled(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let line = status.lines().find(|l| l.starts_with("THP_enabled:")).expect("THP_enabled line");
+    line["THP_enabled:".len()..].trim().to_owned()
+}
+
+#[tokio::test]
+async fn transparent_huge_pages_false_disables_them_for_the_process() {
+    for (setting, expected) in [("", "1"), ("transparentHugePages=false\n", "0")] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ns = spawn_namesrv(&write_config(dir.path(), setting)).await;
+        let pid = ns.child.id().expect("running");
+        assert_eq!(thp_enabled(pid), expected, "with {setting:?}");
+        send_signal(&ns.child, "TERM");
+        assert_eq!(wait_exit(&mut ns.child).await.code(), Some(0));
+    }
 }

@@ -316,6 +316,11 @@ conf::config_struct! {
     /// Takes effect at once.
     #[key(dynamic)]
     kv_config_max_value_bytes: i32 = "kvConfigMaxValueBytes", 65_536;
+    /// Whether the process may use transparent huge pages as the system and the allocator
+    /// allow (default `true`); `false` disables them (Linux `PR_SET_THP_DISABLE`): reads at a
+    /// million topics for a faster cold start where a virtual machine's host backs memory on
+    /// first touch (figures: the book's performance page). Read at start-up by the binary.
+    transparent_huge_pages: bool = "transparentHugePages", true;
 
     // The operations surface (Java has none).
     /// The TCP port of the HTTP listener: metrics at `/metrics`, probes at `/healthz` and
