@@ -233,19 +233,7 @@ fn walk_table<'a>(
                 end
             }
             None => {
-                if bytes.get(i) != Some(&b'"') {
-                    return None;
-                }
-                let key_end = skip_string(bytes, i)?;
-                let key = &bytes[i + 1..key_end - 1];
-                if !plain && key.contains(&b'\\') {
-                    return None;
-                }
-                let colon = skip_ws(bytes, key_end);
-                if bytes.get(colon) != Some(&b':') {
-                    return None;
-                }
-                let start = skip_ws(bytes, colon + 1);
+                let (key, start) = key_at(bytes, i, plain)?;
                 if bytes.get(start) != Some(&b'{') {
                     return None;
                 }
@@ -288,25 +276,29 @@ fn walk_object<'a>(
         return Some(i + 1);
     }
     loop {
-        if bytes.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = skip_string(bytes, i)?;
-        let key = &bytes[i + 1..key_end - 1];
-        if !plain && key.contains(&b'\\') {
-            return None;
-        }
-        i = skip_ws(bytes, key_end);
-        if bytes.get(i) != Some(&b':') {
-            return None;
-        }
-        i = skip_ws(bytes, entry(key, skip_ws(bytes, i + 1))?);
+        let (key, value) = key_at(bytes, i, plain)?;
+        i = skip_ws(bytes, entry(key, value)?);
         match bytes.get(i) {
             Some(b',') => i = skip_ws(bytes, i + 1),
             Some(b'}') => return Some(i + 1),
             _ => return None,
         }
     }
+}
+
+/// The key of the object entry at `at` (between its quotes) and where its value starts; `None`
+/// if it is not a string followed by `:`, or holds an escape (`plain`: the body has none).
+fn key_at(bytes: &[u8], at: usize, plain: bool) -> Option<(&[u8], usize)> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let key_end = skip_string(bytes, at)?;
+    let key = &bytes[at + 1..key_end - 1];
+    if !plain && key.contains(&b'\\') {
+        return None;
+    }
+    let colon = skip_ws(bytes, key_end);
+    (bytes.get(colon) == Some(&b':')).then(|| (key, skip_ws(bytes, colon + 1)))
 }
 
 /// Walks the object at `at` (which must start there): the value start of its only entry named
