@@ -71,6 +71,20 @@ pub trait Keyed {
     {
         mem_prefetch::prefetch_read_data::<Self, 3>(self);
     }
+
+    /// Reads the value's reference count, where it has one (an `Arc`'s), in a plain load; 0
+    /// for a value without. See [`warm`].
+    fn count(&self) -> usize {
+        0
+    }
+}
+
+/// Reads the reference counts of `values` before a copy or a drop updates them one by one
+/// (#25): an update is a locked instruction, which waits for its line before the next one
+/// starts, so a leaf's copy (or its drop) took one cache miss after another, while plain loads
+/// of the same lines overlap. The sum is only there so that the loads are kept.
+fn warm<'a, V: Keyed + 'a>(values: impl Iterator<Item = &'a V>) {
+    std::hint::black_box(values.map(Keyed::count).fold(0usize, usize::wrapping_add));
 }
 
 impl<T: Keyed> Keyed for Arc<T> {
@@ -81,11 +95,19 @@ impl<T: Keyed> Keyed for Arc<T> {
     fn prefetch(&self) {
         (**self).prefetch_lines();
     }
+
+    fn count(&self) -> usize {
+        Arc::strong_count(self)
+    }
 }
 
 impl<V> Keyed for (Arc<str>, V) {
     fn key(&self) -> &str {
         &self.0
+    }
+
+    fn count(&self) -> usize {
+        Arc::strong_count(&self.0)
     }
 }
 
@@ -95,7 +117,7 @@ impl<V> Keyed for (Arc<str>, V) {
 /// bits (as many as its leaves need, up to 6) the leaf, and the top byte is the value's tag in
 /// its leaf ([`leaf`]).
 #[derive(Clone)]
-pub struct CowMap<V> {
+pub struct CowMap<V: Keyed> {
     mids: [Slot<V>; FANOUT],
     hasher: RandomState,
     len: usize,
@@ -106,20 +128,34 @@ pub struct CowMap<V> {
 /// the node, then the leaf, then the value (as many dependent reads as a one-level map of
 /// shards).
 #[derive(Clone)]
-struct Slot<V> {
+struct Slot<V: Keyed> {
     mask: usize,
     node: Arc<Mid<V>>,
 }
 
 /// A middle node: its leaves, shared until written (those past the mask point to the empty
 /// leaf), inline in its `Arc`, and how many keys they hold.
-#[derive(Clone)]
-struct Mid<V> {
+struct Mid<V: Keyed> {
     len: usize,
     leaves: [Arc<Leaf<V>>; LEAVES],
 }
 
-impl<V> Default for CowMap<V> {
+/// A copy counts a reference of each leaf, their counts read first (see [`warm`]).
+impl<V: Keyed> Clone for Mid<V> {
+    fn clone(&self) -> Self {
+        std::hint::black_box(self.leaves.iter().map(Arc::strong_count).sum::<usize>());
+        Self { len: self.len, leaves: self.leaves.clone() }
+    }
+}
+
+/// Its drop lets go of each leaf, their counts read first (see [`warm`]).
+impl<V: Keyed> Drop for Mid<V> {
+    fn drop(&mut self) {
+        std::hint::black_box(self.leaves.iter().map(Arc::strong_count).sum::<usize>());
+    }
+}
+
+impl<V: Keyed> Default for CowMap<V> {
     fn default() -> Self {
         // Every slot starts on one shared empty leaf and middle node (copied on first write), so
         // an empty map is a few allocations.
@@ -158,7 +194,10 @@ impl<V: Keyed + Clone> Slot<V> {
         while self.mask < mask_for(len) {
             let old = self.mask + 1;
             for j in 0..old {
-                let (mut low, mut high) = (Leaf::default(), Leaf::default());
+                // Each half sized for its share and a little more (not grown a few at a time).
+                let n = node.leaves[j].iter().len();
+                let half = n / 2 + n / 8 + 2;
+                let (mut low, mut high) = (Leaf::with_capacity(half), Leaf::with_capacity(half));
                 for v in node.leaves[j].iter() {
                     let hash = hasher.hash_one(v.key());
                     let to = if leaf_of(hash, 2 * old - 1) == j { &mut low } else { &mut high };
@@ -252,8 +291,11 @@ impl<V: Keyed + Clone> CowMap<V> {
         // Room for one more key only when it is new (a replacement never moves a leaf).
         let new = self.leaf(hash).get(hash, value.key()).is_none();
         let (mid, mask) = self.mid_mut(mid_of(hash), usize::from(new));
-        let leaf = Arc::make_mut(&mut mid.leaves[leaf_of(hash, mask)]);
-        let old = leaf.insert(hash, value);
+        let slot = &mut mid.leaves[leaf_of(hash, mask)];
+        if new && Arc::get_mut(slot).is_none() {
+            *slot = Arc::new(slot.copy_with_room(2));
+        }
+        let old = Arc::make_mut(slot).insert(hash, value);
         if old.is_none() {
             mid.len += 1;
             self.len += 1;
@@ -371,6 +413,25 @@ mod tests {
     /// The value under `key`.
     fn get(m: &CowMap<Pair>, key: &str) -> Option<u32> {
         m.get(key).map(|(_, v)| *v)
+    }
+
+    /// A key added to a leaf shared with a snapshot is written into a copy made with room
+    /// for it: the copy is not grown again (by a quarter) to take it.
+    #[test]
+    fn a_key_added_to_a_shared_leaf_goes_into_a_copy_with_room() {
+        let mut m: CowMap<Pair> = CowMap::default();
+        m.insert_many((0..40_000).map(|i| (Arc::from(format!("t{i}")), 0)).collect());
+        let snapshot = m.clone();
+        // A new key whose leaf holds at least 12 keys (a quarter more would be 3 or more).
+        let key = (40_000..)
+            .map(|i| format!("t{i}"))
+            .find(|k| m.leaf(m.hash(k)).iter().len() >= 12)
+            .expect("a full leaf");
+        let before = m.leaf(m.hash(&key)).iter().len();
+        m.insert((Arc::from(key.as_str()), 1));
+        let leaf = m.leaf(m.hash(&key));
+        assert_eq!((leaf.iter().len(), leaf.capacity()), (before + 1, before + 2));
+        assert_eq!(snapshot.leaf(snapshot.hash(&key)).iter().len(), before, "the snapshot's own");
     }
 
     /// Every leaf in use, middle node by middle node.
