@@ -15,15 +15,22 @@ use std::time::Duration;
 /// for microseconds; one held longer (a listing being encoded) waits for a later look.
 const LOOK_AGAIN: Duration = Duration::from_millis(1);
 
+/// What the reaper is handed: a replaced snapshot, freed once no reader holds it, or what a
+/// write used up, freed at once.
+enum Retired<T> {
+    Snapshot(Arc<T>),
+    Spent(Box<dyn Send>),
+}
+
 /// The reaper thread; stopped (what it holds dropped, the thread joined) when dropped.
 pub struct Reaper<T: Send + Sync + 'static> {
-    tx: Option<mpsc::Sender<Arc<T>>>,
+    tx: Option<mpsc::Sender<Retired<T>>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl<T: Send + Sync + 'static> Default for Reaper<T> {
     fn default() -> Self {
-        let (tx, rx) = mpsc::channel::<Arc<T>>();
+        let (tx, rx) = mpsc::channel::<Retired<T>>();
         let thread = std::thread::Builder::new()
             .name("route-reaper".into())
             .spawn(move || {
@@ -40,7 +47,15 @@ impl<T: Send + Sync + 'static> Reaper<T> {
     pub fn retire(&self, replaced: Arc<T>) {
         if let Some(tx) = &self.tx {
             // Only fails once the reaper is gone (shutdown): then the value is dropped here.
-            let _ = tx.send(replaced);
+            let _ = tx.send(Retired::Snapshot(replaced));
+        }
+    }
+
+    /// Frees `spent` on the reaper's thread: what a write used up and the writer should not
+    /// spend its time freeing (a decoded registration body).
+    pub fn discard(&self, spent: Box<dyn Send>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Retired::Spent(spent));
         }
     }
 }
@@ -56,7 +71,7 @@ impl<T: Send + Sync + 'static> Drop for Reaper<T> {
 
 /// The reaper's loop: keeps what a reader still holds, frees the rest; returns when every
 /// sender is gone (dropping what it held: a reader still on one frees it).
-fn reap<T>(rx: &mpsc::Receiver<Arc<T>>) {
+fn reap<T>(rx: &mpsc::Receiver<Retired<T>>) {
     let mut held: Vec<Arc<T>> = Vec::new();
     loop {
         let next = if held.is_empty() {
@@ -65,7 +80,8 @@ fn reap<T>(rx: &mpsc::Receiver<Arc<T>>) {
             rx.recv_timeout(LOOK_AGAIN)
         };
         match next {
-            Ok(replaced) => held.push(replaced),
+            Ok(Retired::Snapshot(replaced)) => held.push(replaced),
+            Ok(Retired::Spent(spent)) => drop(spent),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
@@ -107,5 +123,19 @@ mod tests {
         }
         assert_eq!(freed_on.lock().expect("probe").as_deref(), Some("route-reaper"));
         drop(reaper); // stops and joins the thread
+    }
+
+    /// What a write used up is freed on the reaper's thread, not the writer's.
+    #[test]
+    fn what_is_discarded_is_freed_on_the_reapers_thread() {
+        let reaper: Reaper<()> = Reaper::default();
+        let freed_on = Arc::new(Mutex::new(None));
+        reaper.discard(Box::new(Probe(Arc::clone(&freed_on))));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while freed_on.lock().expect("probe").is_none() {
+            assert!(Instant::now() < deadline, "freed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(freed_on.lock().expect("probe").as_deref(), Some("route-reaper"));
     }
 }

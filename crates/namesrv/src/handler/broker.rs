@@ -328,9 +328,10 @@ fn register_counted(
     registration.delta_base = base;
     let now_ms = state.now_ms();
     let (applied, live) = apply(state, publish, |t| {
-        let applied = t.register_broker(registration, now_ms, delete_topics);
+        let applied = t.register_broker_keeping(&mut registration, now_ms, delete_topics);
         (applied, registrant_live(t, request))
     });
+    state.routes.discard(Box::new(registration));
     match applied {
         Ok(outcome) => {
             state.event(event);

@@ -95,6 +95,11 @@ impl Routes {
         result
     }
 
+    /// Frees `spent` off the caller's thread (the reaper's; see [`lane::Reaper::discard`]).
+    pub fn discard(&self, spent: Box<dyn Send>) {
+        self.writer.lock().reaper.discard(spent);
+    }
+
     /// Publishes the batch of [`Routes::write_batched`], if any, and frees what it replaced.
     pub fn publish(&self) {
         let mut writer = self.writer.lock();
