@@ -9,7 +9,6 @@ mod reaper;
 
 pub use reaper::Reaper;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -102,8 +101,6 @@ impl Held {
 /// stages ([`Lane::run_prepared`]), in the same order, while the others run second stages.
 pub struct Lane {
     tx: Mutex<Option<mpsc::Sender<Staged>>>,
-    /// A pipelined lane's jobs sent to its prepare thread and not yet handed to a lane thread.
-    preparing: Option<Arc<AtomicUsize>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     count: usize,
 }
@@ -137,8 +134,7 @@ impl Lane {
     fn start(threads: usize, nice: i32, flush: Option<Flush>, pipelined: bool) -> Self {
         let (tx, rx) = mpsc::channel::<Staged>();
         let mut spawned = Vec::new();
-        let preparing = pipelined.then(|| Arc::new(AtomicUsize::new(0)));
-        let rx = if let Some(counted) = preparing.clone() {
+        let rx = if pipelined {
             let (prepared_tx, prepared_rx) = mpsc::sync_channel::<Staged>(PREPARED_AHEAD);
             let held = Arc::new(Held::default());
             let prepare = move || {
@@ -157,8 +153,6 @@ impl Lane {
                     if prepared_tx.send(ready).is_err() {
                         return;
                     }
-                    // After the send: a lane thread that sees none preparing finds the job.
-                    counted.fetch_sub(1, Ordering::SeqCst);
                 }
             };
             let thread = std::thread::Builder::new().name("register-prepare".into());
@@ -170,16 +164,16 @@ impl Lane {
         let rx = Arc::new(Mutex::new(rx));
         let count = threads.max(1);
         spawned.extend((0..count).map(|i| {
-            let (rx, flush, waited) = (Arc::clone(&rx), flush.clone(), preparing.clone());
+            let (rx, flush) = (Arc::clone(&rx), flush.clone());
             std::thread::Builder::new()
                 .name(format!("register-lane-{i}"))
                 .spawn(move || {
                     lower_priority(nice);
-                    run_jobs(&rx, flush.as_deref(), waited.as_deref());
+                    run_jobs(&rx, flush.as_deref());
                 })
                 .expect("spawn a registration lane thread")
         }));
-        Self { tx: Mutex::new(Some(tx)), preparing, threads: Mutex::new(spawned), count }
+        Self { tx: Mutex::new(Some(tx)), threads: Mutex::new(spawned), count }
     }
 
     /// How many threads the lane runs jobs on.
@@ -226,14 +220,7 @@ impl Lane {
         });
         {
             let tx = self.tx.lock().map_err(|_| LaneStopped)?;
-            let tx = tx.as_ref().ok_or(LaneStopped)?;
-            // Counted before the send, so that it is never taken before it was counted.
-            let counted = self.preparing.as_deref();
-            counted.inspect(|p| _ = p.fetch_add(1, Ordering::SeqCst));
-            if tx.send(staged).is_err() {
-                counted.inspect(|p| _ = p.fetch_sub(1, Ordering::SeqCst));
-                return Err(LaneStopped);
-            }
+            tx.as_ref().ok_or(LaneStopped)?.send(staged).map_err(|_| LaneStopped)?;
         }
         result.await.map_err(|_| LaneStopped)
     }
@@ -263,19 +250,8 @@ impl Drop for Lane {
 }
 
 /// A lane thread's loop: waits for a job when it has none to answer; with `flush`, takes the jobs
-/// already queued into its batch (see [`BATCH_JOBS`]), then flushes and answers them. On a
-/// pipelined lane (`preparing`) the batch also waits for the jobs the prepare thread holds.
-///
-/// Why wait for them (#25): every flush publishes a version, and the next batch copies each
-/// leaf of the route table it writes (a reference count per topic of the leaf). In S7's cold
-/// start of 1,000,000 topics, 200 registrations, 8 in flight, the lane often caught up with the
-/// prepare thread and flushed batches of one or two: 43 flushes, 10 of them of one job. A
-/// prepared job comes a few milliseconds later, and the batch's time still bounds the wait.
-fn run_jobs(
-    rx: &Mutex<mpsc::Receiver<Staged>>,
-    flush: Option<&(dyn Fn() + Send + Sync)>,
-    preparing: Option<&AtomicUsize>,
-) {
+/// already queued into its batch (see [`BATCH_JOBS`]), then flushes and answers them.
+fn run_jobs(rx: &Mutex<mpsc::Receiver<Staged>>, flush: Option<&(dyn Fn() + Send + Sync)>) {
     let mut replies: Vec<Reply> = Vec::new();
     let mut started = Instant::now();
     loop {
@@ -285,12 +261,7 @@ fn run_jobs(
         let next = if replies.is_empty() {
             rx.lock().ok().and_then(|rx| rx.recv().ok())
         } else if replies.len() < BATCH_JOBS && started.elapsed() < BATCH_TIME {
-            let left = BATCH_TIME.saturating_sub(started.elapsed());
-            let wait = preparing.is_some_and(|p| p.load(Ordering::SeqCst) > 0);
-            rx.try_lock().ok().and_then(|rx| match wait {
-                true => rx.recv_timeout(left).ok(),
-                false => rx.try_recv().ok(),
-            })
+            rx.try_lock().ok().and_then(|rx| rx.try_recv().ok())
         } else {
             None
         };
@@ -471,38 +442,6 @@ mod tests {
         assert!(first.await.expect("ran"));
         assert_eq!(prepared_rx.recv_timeout(wait), Ok(3), "prepared once the second was taken");
         assert_eq!((second.await.expect("ran"), third.await.expect("ran")), (2, 3));
-    }
-
-    /// A pipelined lane's batch waits for the jobs its prepare thread holds (#25): three jobs
-    /// queued at once, each taking 10 ms to prepare, are one batch and one flush, where a lane
-    /// that took only what was already prepared found the next job still being prepared and
-    /// flushed each alone.
-    #[tokio::test]
-    async fn a_pipelined_batch_waits_for_the_jobs_being_prepared() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let flushes = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&flushes);
-        let flush: Flush = Arc::new(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-        });
-        let lane = Arc::new(Lane::pipelined(1, LANE_NICE, flush));
-        let jobs: Vec<_> = (0..3)
-            .map(|i| {
-                let lane = Arc::clone(&lane);
-                tokio::spawn(async move {
-                    let prepare = move || {
-                        std::thread::sleep(Duration::from_millis(10));
-                        (i, 0)
-                    };
-                    lane.run_prepared(prepare, |i| i).await
-                })
-            })
-            .collect();
-        for (i, job) in jobs.into_iter().enumerate() {
-            assert_eq!(job.await.expect("joined").expect("ran"), i);
-        }
-        assert_eq!(flushes.load(Ordering::SeqCst), 1, "three jobs, one batch");
-        lane.stop();
     }
 
     /// A pipelined lane of one thread whose first job waits in its apply until the sender is
