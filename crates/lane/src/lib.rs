@@ -7,7 +7,7 @@
 
 mod reaper;
 
-pub use reaper::Reaper;
+pub use reaper::{Discard, Reaper};
 
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};

@@ -39,12 +39,21 @@ pub enum RouteForm {
 }
 
 /// The route table as the server shares it. See the module docs for the concurrency design.
-#[derive(Default)]
 pub struct Routes {
     current: ArcSwap<RouteTable>,
     /// Serializes writers; holds the batch not yet published and the reaper of the replaced
     /// snapshots (`lane::Reaper`).
     writer: Mutex<Writer>,
+    /// Frees what a write used up on the reaper's thread, without the writer's lock.
+    spent: lane::Discard<RouteTable>,
+}
+
+impl Default for Routes {
+    fn default() -> Self {
+        let writer = Writer::default();
+        let spent = writer.reaper.discarder();
+        Self { current: ArcSwap::default(), writer: Mutex::new(writer), spent }
+    }
 }
 
 #[derive(Default)]
@@ -97,7 +106,7 @@ impl Routes {
 
     /// Frees `spent` off the caller's thread (the reaper's; see [`lane::Reaper::discard`]).
     pub fn discard(&self, spent: Box<dyn Send>) {
-        self.writer.lock().reaper.discard(spent);
+        self.spent.discard(spent);
     }
 
     /// Publishes the batch of [`Routes::write_batched`], if any, and frees what it replaced.
