@@ -422,10 +422,14 @@ mod tests {
         let mut m: CowMap<Pair> = CowMap::default();
         m.insert_many((0..40_000).map(|i| (Arc::from(format!("t{i}")), 0)).collect());
         let snapshot = m.clone();
-        // A new key whose leaf holds at least 12 keys (a quarter more would be 3 or more).
+        // A new key whose leaf holds at least 12 keys (a quarter more would be 3 or more), in a
+        // middle node that one more key does not split (a split sizes its leaves its own way).
         let key = (40_000..)
             .map(|i| format!("t{i}"))
-            .find(|k| m.leaf(m.hash(k)).iter().len() >= 12)
+            .find(|k| {
+                let (hash, slot) = (m.hash(k), &m.mids[mid_of(m.hash(k))]);
+                m.leaf(hash).iter().len() >= 12 && mask_for(slot.node.len + 1) == slot.mask
+            })
             .expect("a full leaf");
         let before = m.leaf(m.hash(&key)).iter().len();
         m.insert((Arc::from(key.as_str()), 1));

@@ -7,7 +7,7 @@
 
 mod reaper;
 
-pub use reaper::{Discard, Reaper};
+pub use reaper::Reaper;
 
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};

@@ -20,8 +20,6 @@ const LOOK_AGAIN: Duration = Duration::from_millis(1);
 enum Retired<T> {
     Snapshot(Arc<T>),
     Spent(Box<dyn Send>),
-    /// The reaper is dropped (its [`Discard`] handles may live on).
-    Stop,
 }
 
 /// The reaper thread; stopped (what it holds dropped, the thread joined) when dropped.
@@ -53,20 +51,10 @@ impl<T: Send + Sync + 'static> Reaper<T> {
         }
     }
 
-    /// A handle that frees on the reaper's thread what a write used up (see [`Discard`]).
-    pub fn discarder(&self) -> Discard<T> {
-        Discard(self.tx.clone())
-    }
-}
-
-/// Frees on a [`Reaper`]'s thread what a write used up and its writer should not spend its
-/// time freeing (a decoded registration body); needs no lock of the writer's. Dropped where
-/// it is once the reaper is gone.
-pub struct Discard<T: Send + Sync + 'static>(Option<mpsc::Sender<Retired<T>>>);
-
-impl<T: Send + Sync + 'static> Discard<T> {
+    /// Frees `spent` on the reaper's thread: what a write used up and the writer should not
+    /// spend its time freeing (a decoded registration body).
     pub fn discard(&self, spent: Box<dyn Send>) {
-        if let Some(tx) = &self.0 {
+        if let Some(tx) = &self.tx {
             let _ = tx.send(Retired::Spent(spent));
         }
     }
@@ -74,17 +62,15 @@ impl<T: Send + Sync + 'static> Discard<T> {
 
 impl<T: Send + Sync + 'static> Drop for Reaper<T> {
     fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Retired::Stop);
-        }
+        self.tx.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-/// The reaper's loop: keeps what a reader still holds, frees the rest; returns when the reaper
-/// is dropped or every sender is gone (dropping what it held: a reader still on one frees it).
+/// The reaper's loop: keeps what a reader still holds, frees the rest; returns when every
+/// sender is gone (dropping what it held: a reader still on one frees it).
 fn reap<T>(rx: &mpsc::Receiver<Retired<T>>) {
     let mut held: Vec<Arc<T>> = Vec::new();
     loop {
@@ -96,7 +82,6 @@ fn reap<T>(rx: &mpsc::Receiver<Retired<T>>) {
         match next {
             Ok(Retired::Snapshot(replaced)) => held.push(replaced),
             Ok(Retired::Spent(spent)) => drop(spent),
-            Ok(Retired::Stop) => return,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
@@ -145,24 +130,12 @@ mod tests {
     fn what_is_discarded_is_freed_on_the_reapers_thread() {
         let reaper: Reaper<()> = Reaper::default();
         let freed_on = Arc::new(Mutex::new(None));
-        reaper.discarder().discard(Box::new(Probe(Arc::clone(&freed_on))));
+        reaper.discard(Box::new(Probe(Arc::clone(&freed_on))));
         let deadline = Instant::now() + Duration::from_secs(10);
         while freed_on.lock().expect("probe").is_none() {
             assert!(Instant::now() < deadline, "freed");
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(freed_on.lock().expect("probe").as_deref(), Some("route-reaper"));
-    }
-    /// A discard handle does not keep the reaper's thread: dropping the reaper joins it, and
-    /// what is discarded afterwards is freed where it is.
-    #[test]
-    fn a_reaper_stops_while_a_discard_handle_lives_on() {
-        let reaper: Reaper<()> = Reaper::default();
-        let discard = reaper.discarder();
-        drop(reaper); // joins its thread: would wait forever for the handle's sender
-        let freed_on = Arc::new(Mutex::new(None));
-        discard.discard(Box::new(Probe(Arc::clone(&freed_on))));
-        let here = std::thread::current().name().map(str::to_owned);
-        assert_eq!(*freed_on.lock().expect("probe"), here);
     }
 }

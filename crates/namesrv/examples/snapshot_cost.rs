@@ -184,9 +184,9 @@ fn main() {
         let mine = &topics[c * per_cluster..(c + 1) * per_cluster];
         for i in 0..2 {
             let addr = format!("127.0.{}.{}:10911", c + 1, i + 1);
-            let req =
+            let mut req =
                 registration(&format!("bench-c{c}"), &format!("broker-c{c}-{i}"), &addr, mine);
-            table.register_broker(req, 1, false).expect("register");
+            table.register_broker(&mut req, 1, false).expect("register");
         }
     }
     let sample: Vec<String> = topics.iter().step_by(997).cloned().collect();

@@ -122,7 +122,7 @@ mod tests {
         let kv_config_path = dir.path().join("kv.json").to_string_lossy().into_owned();
         let state = crate::build_state(Config { kv_config_path, ..Config::default() }, None)
             .expect("state");
-        state.routes.write(|t| t.register_broker(registration(), 1, false)).expect("registered");
+        state.routes.write(|t| t.register_owned(registration(), 1, false)).expect("registered");
         let live = |state: &State| state.routes.snapshot().last_heartbeat(CLUSTER, ADDR).is_some();
         assert!(live(&state));
 

@@ -320,7 +320,7 @@ mod tests {
             conn: 1,
             ..Default::default()
         };
-        routes.write(|t| t.register_broker(request, 1, false)).expect("registered");
+        routes.write(|t| t.register_owned(request, 1, false)).expect("registered");
     }
 
     /// A snapshot whose `.bak` holds topics A, B and whose current file holds A, B, C.

@@ -326,9 +326,8 @@ fn register_counted(
             Err(e) => return (Err(e), RegistrationOutcome::Refused, false),
         };
     registration.delta_base = base;
-    let now_ms = state.now_ms();
     let (applied, live) = apply(state, publish, |t| {
-        let applied = t.register_broker_keeping(&mut registration, now_ms, delete_topics);
+        let applied = t.register_broker(&mut registration, state.now_ms(), delete_topics);
         (applied, registrant_live(t, request))
     });
     state.routes.discard(Box::new(registration));
@@ -794,7 +793,7 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("dir");
         let state = fresh_state(&dir);
-        state.routes.write(|t| t.register_broker(broker_b(), 1, false)).expect("registered");
+        state.routes.write(|t| t.register_owned(broker_b(), 1, false)).expect("registered");
         let held = HeldWriter::hold(&state).await;
         let mut wipe = RemotingCommand::request(RequestCode::WipeWritePermOfBroker);
         wipe.ext_fields = Some([("brokerName", "b")].into_iter().collect());

@@ -47,20 +47,9 @@ impl RouteTable {
     /// filter servers; the master's addresses for a slave. Steps before an early return stay
     /// applied, as in Java.
     /// Java: `RouteInfoManager#registerBroker`
+    /// The registration is left with the caller, to be freed elsewhere (#25: dropping a
+    /// decoded 10,000-topic table was a tenth of the lane's time in the cold start of 1M topics).
     pub fn register_broker(
-        &mut self,
-        mut req: RegisterBroker,
-        now_ms: u64,
-        delete_topic_with_registration: bool,
-    ) -> Result<RegisterOutcome, RegisterError> {
-        self.register_broker_keeping(&mut req, now_ms, delete_topic_with_registration)
-    }
-
-    /// [`RouteTable::register_broker`], leaving the registration (its topic table, what is
-    /// left of it) with the caller, to be freed elsewhere (#25: dropping a decoded
-    /// 10,000-topic table was a tenth of the registration lane's time in the cold start of
-    /// 1,000,000 topics; the lane hands it to the reaper).
-    pub fn register_broker_keeping(
         &mut self,
         req: &mut RegisterBroker,
         now_ms: u64,
@@ -352,7 +341,7 @@ impl RouteTable {
     /// Java: `RouteInfoManager#registerBroker`
     pub fn register_delta(
         &mut self,
-        req: RegisterBroker,
+        mut req: RegisterBroker,
         base: &super::DeltaBase,
         now_ms: u64,
     ) -> Option<Result<RegisterOutcome, RegisterError>> {
@@ -364,7 +353,7 @@ impl RouteTable {
         if !stamp.allows_delta(base, &req.broker_name, version, live.data_version(), self) {
             return None;
         }
-        Some(self.register_broker(req, now_ms, false))
+        Some(self.register_broker(&mut req, now_ms, false))
     }
 
     /// A re-registration identical to this address's last one (same request digest), while no

@@ -39,28 +39,14 @@ pub enum RouteForm {
 }
 
 /// The route table as the server shares it. See the module docs for the concurrency design.
+#[derive(Default)]
 pub struct Routes {
     current: ArcSwap<RouteTable>,
-    /// Serializes writers; holds the batch not yet published and the reaper of the replaced
-    /// snapshots (`lane::Reaper`).
-    writer: Mutex<Writer>,
-    /// Frees what a write used up on the reaper's thread, without the writer's lock.
-    spent: lane::Discard<RouteTable>,
-}
-
-impl Default for Routes {
-    fn default() -> Self {
-        let writer = Writer::default();
-        let spent = writer.reaper.discarder();
-        Self { current: ArcSwap::default(), writer: Mutex::new(writer), spent }
-    }
-}
-
-#[derive(Default)]
-struct Writer {
-    /// The writes of [`Routes::write_batched`] since the last publication.
-    batch: Option<RouteTable>,
-    /// Frees the replaced snapshots, off the writer's thread.
+    /// Serializes writers; holds the writes of [`Routes::write_batched`] since the last
+    /// publication.
+    writer: Mutex<Option<RouteTable>>,
+    /// Frees the replaced snapshots, and what a write used up, off the writer's thread (and
+    /// without its lock).
     reaper: lane::Reaper<RouteTable>,
 }
 
@@ -98,22 +84,22 @@ impl Routes {
     /// [`publish`]: Routes::publish
     pub fn write_batched<R>(&self, f: impl FnOnce(&mut RouteTable) -> R) -> R {
         let mut writer = self.writer.lock();
-        let mut next = writer.batch.take().unwrap_or_else(|| (**self.current.load()).clone());
+        let mut next = writer.take().unwrap_or_else(|| (**self.current.load()).clone());
         let result = f(&mut next);
-        writer.batch = Some(next);
+        *writer = Some(next);
         result
     }
 
     /// Frees `spent` off the caller's thread (the reaper's; see [`lane::Reaper::discard`]).
     pub fn discard(&self, spent: Box<dyn Send>) {
-        self.spent.discard(spent);
+        self.reaper.discard(spent);
     }
 
     /// Publishes the batch of [`Routes::write_batched`], if any, and frees what it replaced.
     pub fn publish(&self) {
         let mut writer = self.writer.lock();
-        if let Some(next) = writer.batch.take() {
-            writer.reaper.retire(self.current.swap(Arc::new(next)));
+        if let Some(next) = writer.take() {
+            self.reaper.retire(self.current.swap(Arc::new(next)));
         }
     }
 
@@ -129,7 +115,7 @@ impl Routes {
         wait: bool,
     ) -> Option<RegisterOutcome> {
         let writer = if wait { Some(self.writer.lock()) } else { self.writer.try_lock() }?;
-        match &writer.batch {
+        match &*writer {
             // An unpublished batch: only a caller that answers after its publication may see it.
             Some(_) if !wait => None,
             Some(batch) => batch.refresh_unchanged(key, now_ms),

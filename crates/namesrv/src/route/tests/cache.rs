@@ -14,7 +14,7 @@ use crate::route::{RouteForm, Routes};
 
 fn register_on(routes: &Routes, broker: &Broker, topics: &[&str]) {
     routes
-        .write(|t| t.register_broker(broker.request(topics), NOW, false))
+        .write(|t| t.register_owned(broker.request(topics), NOW, false))
         .expect("registration accepted");
 }
 
@@ -156,7 +156,7 @@ fn a_body_with_something_of_the_topics_own_is_not_shared_with_its_list() {
     };
     let mut req = slave.request(&["Plain", "Static", sync]);
     req.topic_config.topic_queue_mapping_info_map.insert("Static".into(), info);
-    routes.write(|t| t.register_broker(req, NOW, false)).expect("registered");
+    routes.write(|t| t.register_owned(req, NOW, false)).expect("registered");
     let read = |topic: &str| routes.snapshot().route_body(topic, RouteForm::Legacy, true).unwrap();
     let ids = |body: &Bytes| -> Vec<i64> {
         parse(body).broker_datas[0].broker_addrs.0.keys().copied().collect()
@@ -200,7 +200,7 @@ fn readers_see_every_topic_before_or_after_50k_topic_registrations() {
     const READERS: u64 = 3;
     let names: Arc<Vec<String>> = Arc::new((0..TOPICS).map(|i| format!("topic-{i:05}")).collect());
     let routes = Arc::new(Routes::new());
-    routes.write(|t| t.register_broker(bulk(&names, 8, 1), NOW, false)).unwrap();
+    routes.write(|t| t.register_owned(bulk(&names, 8, 1), NOW, false)).unwrap();
 
     let writing = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -264,7 +264,7 @@ fn readers_see_every_topic_before_or_after_50k_topic_registrations() {
 
     writing.store(true, Ordering::Release);
     for (queues, counter) in [(4, 2), (8, 3), (4, 4)] {
-        routes.write(|t| t.register_broker(bulk(&names, queues, counter), NOW, false)).unwrap();
+        routes.write(|t| t.register_owned(bulk(&names, queues, counter), NOW, false)).unwrap();
     }
     writing.store(false, Ordering::Release);
     done.store(true, Ordering::Release);

@@ -94,7 +94,7 @@ fn expiry_decided_before_a_reregistration_does_not_remove_it() {
     let late = NOW + DEFAULT_TIMEOUT + 1;
     let expired = t.expire_inactive(late);
     assert_eq!(expired.len(), 1);
-    t.register_broker(m.request(&["T"]), late + 1, false).unwrap();
+    t.register_owned(m.request(&["T"]), late + 1, false).unwrap();
     t.unregister_batch(&expired);
     assert!(t.pickup_route("T", true).is_some());
     assert_eq!(t.last_heartbeat(CLUSTER, MASTER_ADDR), Some((late + 1, 120_000)));
@@ -145,7 +145,7 @@ fn an_orphan_live_entry_is_removed_when_it_expires() {
     let mut t = RouteTable::new();
     let replacement = "127.0.0.1:50911";
     register(&mut t, &Broker::master(), &["T"]);
-    t.register_broker(
+    t.register_owned(
         Broker::master().addr(replacement).conn(9).request(&["T"]),
         NOW + 60_000,
         false,

@@ -14,7 +14,21 @@ use remoting::body::{
     DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper, TopicRouteData,
 };
 
-use super::{ConnId, RegisterBroker, RegisterOutcome, RouteTable, UnregisterRequest};
+use super::{
+    ConnId, RegisterBroker, RegisterError, RegisterOutcome, RouteTable, UnregisterRequest,
+};
+
+impl RouteTable {
+    /// [`RouteTable::register_broker`] of a registration the caller has no more use for.
+    pub(crate) fn register_owned(
+        &mut self,
+        mut req: RegisterBroker,
+        now_ms: u64,
+        delete_topic_with_registration: bool,
+    ) -> Result<RegisterOutcome, RegisterError> {
+        self.register_broker(&mut req, now_ms, delete_topic_with_registration)
+    }
+}
 
 const CLUSTER: &str = "DefaultCluster";
 const BROKER: &str = "broker-a";
@@ -174,7 +188,7 @@ fn topic_config(name: &str, perm: i32) -> TopicConfig {
 
 /// Registers at [`NOW`], keeping topics absent from the registration.
 fn register(table: &mut RouteTable, broker: &Broker, topics: &[&str]) -> RegisterOutcome {
-    table.register_broker(broker.request(topics), NOW, false).expect("registration accepted")
+    table.register_owned(broker.request(topics), NOW, false).expect("registration accepted")
 }
 
 fn route(table: &RouteTable, topic: &str) -> TopicRouteData {

@@ -180,13 +180,13 @@ fn unit_lists_judge_only_the_first_queue_by_broker_name() {
             })
             .collect::<Vec<_>>()
     };
-    t.register_broker(
+    t.register_owned(
         a.request_with(with_flags([("U", 0), ("V", 1), ("S", 2), ("N", 3)])),
         NOW,
         false,
     )
     .unwrap();
-    t.register_broker(
+    t.register_owned(
         b.request_with(with_flags([("U", 1), ("V", 0), ("S", 0), ("N", 2)])),
         NOW,
         false,

@@ -143,17 +143,17 @@ fn delete_topic_with_registration_removes_only_that_brokers_queues() {
     let m1 = Broker::master();
     let m2 = Broker::master().name("broker-b").addr("127.0.0.1:10919");
     for b in [&m1, &m2] {
-        t.register_broker(b.request(&["TestTopic", "TestTopic1"]), NOW, true).unwrap();
+        t.register_owned(b.request(&["TestTopic", "TestTopic1"]), NOW, true).unwrap();
     }
     assert_eq!(route(&t, "TestTopic").broker_datas.len(), 2);
 
-    t.register_broker(m1.request(&["TestTopic1"]), NOW, true).unwrap();
+    t.register_owned(m1.request(&["TestTopic1"]), NOW, true).unwrap();
     let r = route(&t, "TestTopic");
     assert_eq!(r.broker_datas.len(), 1);
     assert_eq!(r.broker_datas[0].broker_name, "broker-b");
     assert_eq!(route(&t, "TestTopic1").broker_datas.len(), 2);
 
-    t.register_broker(m2.request(&["TestTopic1"]), NOW, true).unwrap();
+    t.register_owned(m2.request(&["TestTopic1"]), NOW, true).unwrap();
     assert!(t.pickup_route("TestTopic", true).is_none());
     assert_eq!(route(&t, "TestTopic1").broker_datas.len(), 2);
 }
@@ -165,13 +165,13 @@ fn registered_single_topics_need_a_broker_and_go_with_the_next_full_registration
     assert!(!t.register_topic("TestTopic", vec![qd(BROKER, 6)]), "unknown broker");
     assert!(t.pickup_route("TestTopic", true).is_none());
 
-    t.register_broker(m.request(&["TestTopic"]), NOW, true).unwrap();
+    t.register_owned(m.request(&["TestTopic"]), NOW, true).unwrap();
     assert!(t.register_topic("TestTopic1", vec![qd(BROKER, 6)]));
     assert!(t.pickup_route("TestTopic1", true).is_some());
 
-    t.register_broker(m.request(&["TestTopic", "TestTopic1"]), NOW, true).unwrap();
+    t.register_owned(m.request(&["TestTopic", "TestTopic1"]), NOW, true).unwrap();
     assert!(t.pickup_route("TestTopic1", true).is_some());
-    t.register_broker(m.request(&["TestTopic"]), NOW, true).unwrap();
+    t.register_owned(m.request(&["TestTopic"]), NOW, true).unwrap();
     assert!(t.pickup_route("TestTopic", true).is_some());
     assert!(t.pickup_route("TestTopic1", true).is_none());
 
@@ -202,7 +202,7 @@ fn register_topic_applies_queues_until_an_unknown_broker() {
 fn single_topic_registration_fails_before_a_full_one_but_leaves_the_group() {
     let mut t = RouteTable::new();
     let m = Broker::master();
-    let err = t.register_broker(m.request_with(vec![topic_config("Only", 6)]), NOW, false);
+    let err = t.register_owned(m.request_with(vec![topic_config("Only", 6)]), NOW, false);
     assert_eq!(err, Err(RegisterError::NotRegisteredYet { broker_id: 0 }));
     let info = t.cluster_info();
     assert!(info.cluster_addr_table[CLUSTER].contains(BROKER));
@@ -211,7 +211,7 @@ fn single_topic_registration_fails_before_a_full_one_but_leaves_the_group() {
 
     register(&mut t, &m, &["TestTopic"]);
     let one =
-        t.register_broker(m.next_version().request_with(vec![topic_config("Only", 6)]), NOW, false);
+        t.register_owned(m.next_version().request_with(vec![topic_config("Only", 6)]), NOW, false);
     assert!(one.is_ok(), "accepted once the id is registered");
     assert!(t.pickup_route("Only", true).is_some());
 }
@@ -221,8 +221,7 @@ fn topic_configs_without_a_name_are_skipped() {
     let mut t = RouteTable::new();
     let m = Broker::master();
     let nameless = TopicConfig { topic_name: None, ..TopicConfig::default() };
-    t.register_broker(m.request_with(vec![nameless, topic_config("Named", 6)]), NOW, false)
-        .unwrap();
+    t.register_owned(m.request_with(vec![nameless, topic_config("Named", 6)]), NOW, false).unwrap();
     assert!(t.pickup_route("Named", true).is_some());
     assert_eq!(t.topic_count(), 1);
     assert_eq!(t.query_data_version(CLUSTER, MASTER_ADDR, Some(m.dv), NOW), (false, Some(m.dv)));
@@ -236,7 +235,7 @@ fn an_older_state_version_for_a_taken_id_is_ignored_after_the_role_switch() {
     register(&mut t, &Broker::slave().addr(other).state_version(3), &["TestTopic"]);
     assert!(t.last_heartbeat(CLUSTER, other).is_some());
 
-    let out = t.register_broker(
+    let out = t.register_owned(
         Broker::master().addr(other).state_version(3).request(&["TestTopic"]),
         NOW,
         false,
@@ -326,7 +325,7 @@ fn static_topic_mappings_are_attached_and_block_deletion_by_registration() {
     };
     let mut req = m.next_version().request(&["Static"]);
     req.topic_config.topic_queue_mapping_info_map.insert("Static".into(), info.clone());
-    t.register_broker(req, NOW, true).unwrap();
+    t.register_owned(req, NOW, true).unwrap();
     assert_eq!(
         route(&t, "Static").topic_queue_mapping_by_broker,
         Some(BTreeMap::from([(BROKER.to_owned(), info)]))
@@ -373,7 +372,7 @@ fn topics_with_the_same_queues_share_one_list() {
     // A changed topic has its own list; the others keep theirs.
     let mut configs = vec![TopicConfig::named("baseTopic")];
     configs.extend(names.iter().map(|n| topic_config(n, if *n == "T7" { 4 } else { 6 })));
-    t.register_broker(b.clone().next_version().request_with(configs), NOW, false).expect("ok");
+    t.register_owned(b.clone().next_version().request_with(configs), NOW, false).expect("ok");
     assert_eq!(lists_in_use(&t), (3, 501));
     assert_eq!(perm_of(&route(&t, "T7"), "broker-b"), 4);
 

@@ -31,7 +31,7 @@ fn busy_table() -> RouteTable {
             ..TopicQueueMappingInfo::default()
         },
     );
-    t.register_broker(request, NOW, false).expect("master");
+    t.register_owned(request, NOW, false).expect("master");
     register(&mut t, &Broker::slave().zone("zone-a"), &["T1", "T2", "Ordered"]);
     let other = Broker::master().cluster("OtherCluster").name("broker-b").addr("10.0.0.2:10911");
     register(&mut t, &other.conn(3), &["T1", "OnlyB"]);
@@ -54,7 +54,7 @@ fn full_table() -> RouteTable {
     let third = Broker::master().cluster("OtherCluster").name("broker-c").addr("10.0.0.3:10911");
     let third = third.state_version(-4).timeout(1);
     let configs = vec![odd, topic_config("T1", 4), topic_config("Tämä-ö", 6)];
-    t.register_broker(third.conn(4).request_with(configs), NOW, false).expect("third");
+    t.register_owned(third.conn(4).request_with(configs), NOW, false).expect("third");
     t
 }
 
@@ -418,7 +418,7 @@ fn a_registration_replaces_a_restored_entry_and_is_not_undone_by_its_expiry() {
     // Decided before the broker came back: fenced by the restored entry's generation.
     let stale = back.expire_inactive(RESTART + 30_001);
     let master = Broker::master().conn(42).next_version();
-    back.register_broker(master.request(&["T1", "T3"]), RESTART + 10, false).expect("register");
+    back.register_owned(master.request(&["T1", "T3"]), RESTART + 10, false).expect("register");
     assert_eq!(back.last_heartbeat(CLUSTER, MASTER_ADDR), Some((RESTART + 10, 120_000)));
     let unconnected: Vec<_> =
         back.on_connection_closed(RESTORED_CONN).into_iter().map(|r| r.broker_addr).collect();

@@ -13,7 +13,7 @@ const DIGEST: u64 = 0xfeed;
 fn register_stamped(table: &mut RouteTable, broker: &Broker, topics: &[&str]) -> RegisterOutcome {
     let mut req = broker.request(topics);
     req.request_digest = Some(DIGEST);
-    table.register_broker(req, NOW, false).expect("registration accepted")
+    table.register_owned(req, NOW, false).expect("registration accepted")
 }
 
 fn key(broker: &Broker, digest: u64) -> UnchangedRegistration<'_> {
@@ -153,7 +153,7 @@ fn a_changed_registration_is_applied_as_its_difference() {
     let master = Broker::master();
     let mut req = master.request(&["T1", "T2", "T3"]);
     (req.delta_base, req.request_digest) = (Some(base_of(&req)), Some(DIGEST));
-    table.register_broker(req, NOW, false).expect("registered");
+    table.register_owned(req, NOW, false).expect("registered");
     let mut prev = table.delta_base(CLUSTER, MASTER_ADDR).expect("a base is kept");
 
     for round in 0..2 {
@@ -165,7 +165,7 @@ fn a_changed_registration_is_applied_as_its_difference() {
         let mut req = master.request_with(configs);
         (req.delta_base, req.request_digest) = (Some(base_of(&req)), Some(DIGEST + 1));
         let mut full = table.clone();
-        full.register_broker(req.clone(), NOW, false).expect("registered");
+        full.register_owned(req.clone(), NOW, false).expect("registered");
         req.topic_config.topic_config_table.retain(|_, tc| !prev.has(base_of_one(tc)));
         assert_eq!(req.topic_config.topic_config_table.len(), 1, "T3 alone");
         table.register_delta(req, &prev, NOW).expect("applied as a difference").expect("ok");
@@ -227,7 +227,7 @@ fn a_new_data_version_takes_the_full_path_after_a_registration_that_skipped_topi
     assert!(table.refresh_unchanged(&key_with_version(&master), NOW).is_some(), "same version");
     let mut req = bumped.request(&["T1"]);
     req.request_digest = Some(DIGEST);
-    table.register_broker(req, NOW, false).expect("registered");
+    table.register_owned(req, NOW, false).expect("registered");
     assert_eq!(perm_of(&route(&table, "T1"), &master.name), 6);
 }
 
@@ -354,7 +354,7 @@ mod equivalence {
                                 shapes: [].into(),
                             });
                         let mut full = table.clone();
-                        full.register_broker(req.clone(), NOW, false).ok();
+                        full.register_owned(req.clone(), NOW, false).ok();
                         // As the server: the shortcut, else the difference, else the full body;
                         // whichever is taken must leave what the full algorithm leaves.
                         let short = table.clone();

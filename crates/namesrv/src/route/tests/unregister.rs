@@ -168,7 +168,7 @@ fn delete_topic_with_a_cluster_removes_only_that_clusters_queues() {
 fn wipe_and_add_write_perm_count_topics_and_add_resets_to_read_write() {
     let mut t = RouteTable::new();
     let m = Broker::master();
-    t.register_broker(
+    t.register_owned(
         m.request_with(vec![topic_config("T", 6), topic_config("Inherit", 7)]),
         NOW,
         false,
@@ -255,7 +255,7 @@ proptest::proptest! {
             configs.push(topic_config(&format!("own-{group}"), 6));
             model.entry(format!("own-{group}")).or_default().insert(group, 6);
             model.entry("baseTopic".into()).or_default().insert(group, 6);
-            t.register_broker(broker.request_with(configs), NOW, false).expect("registered");
+            t.register_owned(broker.request_with(configs), NOW, false).expect("registered");
         }
         for op in ops {
             match op {
