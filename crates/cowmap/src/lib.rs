@@ -140,18 +140,25 @@ struct Mid<V: Keyed> {
     leaves: [Arc<Leaf<V>>; LEAVES],
 }
 
-/// A copy counts a reference of each leaf, their counts read first (see [`warm`]).
+impl<V: Keyed> Mid<V> {
+    /// Reads its leaves' reference counts before a copy or a drop updates them (see [`warm`]).
+    fn warm(&self) {
+        std::hint::black_box(self.leaves.iter().map(Arc::strong_count).sum::<usize>());
+    }
+}
+
+/// A copy counts a reference of each leaf, their counts read first.
 impl<V: Keyed> Clone for Mid<V> {
     fn clone(&self) -> Self {
-        std::hint::black_box(self.leaves.iter().map(Arc::strong_count).sum::<usize>());
+        self.warm();
         Self { len: self.len, leaves: self.leaves.clone() }
     }
 }
 
-/// Its drop lets go of each leaf, their counts read first (see [`warm`]).
+/// Its drop lets go of each leaf, their counts read first.
 impl<V: Keyed> Drop for Mid<V> {
     fn drop(&mut self) {
-        std::hint::black_box(self.leaves.iter().map(Arc::strong_count).sum::<usize>());
+        self.warm();
     }
 }
 

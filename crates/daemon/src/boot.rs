@@ -83,9 +83,9 @@ fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// `mqnamesrv`: applies `transparentHugePages`, builds the nameserver (every key checked, the KV store, TLS and the route
-/// snapshot loaded before any port opens: the first client finds the routes already there),
-/// binds, prints the boot lines and serves until SIGTERM or SIGINT.
+/// `mqnamesrv`: applies `transparentHugePages`, builds the nameserver (every key checked, the KV
+/// store, TLS and the route snapshot loaded before any port opens: the first client finds the
+/// routes already there), binds, prints the boot lines and serves until SIGTERM or SIGINT.
 pub async fn namesrv(config: namesrv::Config) -> Result<(), BootError> {
     crate::huge_pages::allow(config.transparent_huge_pages);
     let serialize_type = config.effective_serialize_type();
