@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use remoting::body::{self, DataVersion};
 
 use crate::topology::{RegistrationBody, Table};
@@ -128,45 +128,61 @@ impl ChangingBody {
     }
 
     /// The body of registration `k` with `version`, written into `buf`, and its `bodyCrc32`.
+    /// With `holds` (`Some(j)`: `buf` holds registration `j`'s body as written here, with a
+    /// version of the same length), only the version and the topics whose state differs
+    /// between `j` and `k` are written.
     pub fn with_version_in(
         &self,
         version: &DataVersion,
         k: u64,
         mut buf: BytesMut,
+        holds: Option<u64>,
     ) -> (Bytes, i32) {
         let dv = body::to_legacy_json(version);
-        let (prefix, suffix) = (self.base.prefix(), self.base.suffix());
-        buf.clear();
-        let need = prefix.len() + dv.len() + suffix.len();
-        if buf.capacity() < need {
-            buf.reserve(need + 64);
+        let held = holds.filter(|_| self.base.rewrite_version(&dv, &mut buf));
+        if held.is_none() {
+            self.base.write_with(&dv, &mut buf);
         }
-        buf.put_slice(prefix);
-        buf.put_slice(&dv);
-        let at = buf.len();
-        buf.put_slice(suffix);
+        let at = self.base.prefix().len() + dv.len();
         let out = &mut buf[at..];
-        for (i, spot) in self.spots.iter().enumerate() {
-            if !Self::toggled(i, k) {
-                continue;
-            }
-            if self.renamed(i) {
-                let other = &self.renamed[i];
-                out[spot.key_name..spot.key_name + other.len()].copy_from_slice(other);
-                out[spot.field_name..spot.field_name + other.len()].copy_from_slice(other);
-            } else {
-                out[spot.read_digit] = b'4';
-                out[spot.write_digit] = b'4';
+        for i in 0..self.spots.len() {
+            let toggled = Self::toggled(i, k);
+            // A fresh body is the base: only the toggled topics differ from it.
+            if held.map_or(toggled, |j| Self::toggled(i, j) != toggled) {
+                self.write_topic(out, i, toggled);
             }
         }
         let crc = crc32fast::hash(&buf);
         (buf.freeze(), i32::try_from(crc & 0x7FFF_FFFF).unwrap_or(0))
     }
+
+    /// Writes topic `i` into `out` (the body after its version) in its changed state or, when
+    /// not `toggled`, in the base's.
+    fn write_topic(&self, out: &mut [u8], i: usize, toggled: bool) {
+        let spot = self.spots[i];
+        if self.renamed(i) {
+            let base = &self.base.suffix()[spot.key_name..spot.key_name + self.renamed[i].len()];
+            let name = if toggled { &self.renamed[i][..] } else { base };
+            let len = name.len();
+            out[spot.field_name..spot.field_name + len].copy_from_slice(name);
+            out[spot.key_name..spot.key_name + len].copy_from_slice(name);
+        } else {
+            let digit = if toggled { b'4' } else { b'8' };
+            out[spot.read_digit] = digit;
+            out[spot.write_digit] = digit;
+        }
+    }
 }
 
 impl Table for ChangingBody {
-    fn body(&self, version: &DataVersion, k: u64, buf: BytesMut) -> (Bytes, i32) {
-        self.with_version_in(version, k, buf)
+    fn body(
+        &self,
+        version: &DataVersion,
+        k: u64,
+        buf: BytesMut,
+        holds: Option<u64>,
+    ) -> (Bytes, i32) {
+        self.with_version_in(version, k, buf, holds)
     }
 
     fn encoded_len(&self) -> usize {
@@ -198,9 +214,9 @@ mod tests {
         let base = Arc::new(RegistrationBody::new(&topics));
         let table = ChangingBody::new(base.clone(), &topics).expect("offsets found");
         let v = DataVersion { counter: 3, state_version: 0, timestamp: 1_700_000_000_000 };
-        let mut previous = decode(&base.with_version_in(&v, BytesMut::new()).0);
+        let mut previous = decode(&base.with_version_in(&v, BytesMut::new(), false).0);
         for k in 1..=3u64 {
-            let (bytes, crc) = table.with_version_in(&v, k, BytesMut::new());
+            let (bytes, crc) = table.with_version_in(&v, k, BytesMut::new(), None);
             assert_eq!(bytes.len(), base.len() + body::to_legacy_json(&v).len());
             assert_eq!(crc, body::body_crc32(&bytes));
             let now = decode(&bytes);
@@ -213,6 +229,34 @@ mod tests {
             assert_eq!((queues_changed, added, removed), (9, 1, 1), "registration {k}");
             assert_eq!(table.changed_counts(k), (9 * k as usize, k as usize));
             previous = now;
+        }
+    }
+
+    /// A body written over the one it follows is the body written afresh, whatever the step
+    /// between them: only the version and the topics whose state changed between the two are
+    /// written (a mark left in the buffer's last byte stays), unless the version's length
+    /// changed (then it is written whole).
+    #[test]
+    fn a_body_written_over_the_last_one_is_the_body_written_afresh() {
+        let topics = random_names(6, 2_000, "t");
+        let table = ChangingBody::new(Arc::new(RegistrationBody::new(&topics)), &topics)
+            .expect("offsets found");
+        let v = |counter| DataVersion { counter, state_version: 0, timestamp: 1_700_000_000_000 };
+        let mut held = table.with_version_in(&v(10), 0, BytesMut::new(), None).0;
+        let mut j = 0;
+        for (k, counter) in [(1, 11), (2, 12), (2, 13), (150, 14), (3, 15), (103, 9), (0, 16)] {
+            let fresh = table.with_version_in(&v(counter), k, BytesMut::new(), None).0;
+            let mut buf = held.try_into_mut().expect("sole owner");
+            let last = buf.len() - 1;
+            buf[last] = b' ';
+            let (over, crc) = table.with_version_in(&v(counter), k, buf, Some(j));
+            assert_eq!(crc, body::body_crc32(&over));
+            let whole = counter == 9 || counter == 16;
+            let end = if whole { over.len() } else { last };
+            assert_eq!(over[..end], fresh[..end], "registration {k} over {j}");
+            assert_eq!(over[over.len() - 1] == b' ', !whole, "registration {k}: written over");
+            held = table.with_version_in(&v(counter), k, BytesMut::new(), None).0;
+            j = k;
         }
     }
 }
