@@ -195,6 +195,9 @@ struct ScaleArgs {
     /// Registrations in flight during the cold start.
     #[arg(long)]
     in_flight: Option<usize>,
+    /// Cold starts per server, each against a fresh instance (the median is reported).
+    #[arg(long)]
+    cold_starts: Option<usize>,
     #[arg(long)]
     warmup_ms: Option<u64>,
     /// Measured time of the calm reads and of each churn.
@@ -227,6 +230,7 @@ impl ScaleArgs {
             conns,
             depth,
             in_flight,
+            cold_starts,
             warmup_ms,
             measure_ms,
             churn_ms,

@@ -317,7 +317,16 @@ fn targets(md: &mut String, r: &ScaleReport) {
         "cold start ≥ 3× faster than Java's",
         java.and_then(|j| {
             let (a, b) = (ours.cold_start_secs?, j.cold_start_secs?);
-            Some((format!("{:.2}× ({a:.2} s vs {b:.2} s)", b / a), b / a >= 3.0))
+            let each = |v: &[f64]| v.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>();
+            let runs = match ours.cold_starts_secs.len() {
+                0 | 1 => String::new(),
+                n => format!(
+                    "; medians of {n}: ours {} s, Java {} s",
+                    each(&ours.cold_starts_secs).join(", "),
+                    each(&j.cold_starts_secs).join(", ")
+                ),
+            };
+            Some((format!("{:.2}× ({a:.2} s vs {b:.2} s{runs})", b / a), b / a >= 3.0))
         }),
     );
     for (name, measured) in churn_targets(ours) {
@@ -445,7 +454,7 @@ fn setup(md: &mut String, r: &ScaleReport) {
     let z = &r.sizes;
     let _ = writeln!(md, "## Set-up\n");
     let _ = writeln!(md, "- Points: topics axis 2 brokers per cluster × 10,000 topics per cluster (10k, 40k, 100k, 1M topics); brokers axis 2 brokers per cluster × 500 topics (32, 200, 2,000 brokers). Every broker registers like a Java 5.x broker: uncompressed JSON `RegisterBrokerBody`, 8 read/8 write queues per topic, perm 6, header version 479, `bodyCrc32`, its own connection.");
-    let _ = writeln!(md, "- Cold start: a fresh server, every broker registers once, {} registrations in flight; from the first request to the last answer. A refused or timed-out registration counts as a failure.", z.in_flight);
+    let _ = writeln!(md, "- Cold start: a fresh server, every broker registers once, {} registrations in flight; from the first request to the last answer. A refused or timed-out registration counts as a failure. {} cold start(s) per server, each against a fresh instance, the median reported; the last instance goes on to the other phases.", z.in_flight, z.cold_starts);
     let _ = writeln!(md, "- One 10k-topic registration: a probe broker of {} new topics registers its table (new), the same topics with 4 queues each (changed, applied in full), the same again with the DataVersion bumped (unchanged), then unregisters; {} repetition(s), median. On a calm server.", thousands(z.probe_topics), z.probe_reps);
     let _ = writeln!(md, "- Reads: {} connections × {} in flight, uniformly random topics of the whole table (the lean pipelined reader of S1), {} ms warm-up, {} ms measured.", z.conns, z.depth, z.warmup_ms, z.measure_ms);
     let _ = writeln!(md, "- Churn (both kinds): reads as above while every broker re-registers its whole table after a random 0–{} ms pause, in a loop. DataVersion churn: the table unchanged, the DataVersion bumped (Java's `GetRouteInfoBenchmark`). 1 % change churn: each re-registration toggles 1 % of the broker's topics against its previous one (8 ↔ 4 queues; 3 % of those renamed, i.e. one topic removed and one added), the body patched in place from its pre-encoded form.", z.churn_ms);
@@ -507,6 +516,32 @@ mod tests {
         assert!(row.ends_with("**met** |"), "{row}");
         let row = growth_row(vec![point("t10k", 20.0), point("t1m", 33.0)]);
         assert!(row.contains("1.65× (33.0 ms vs 20.0 ms at 10,000 topics)"), "{row}");
+        assert!(row.ends_with("**NOT met** |"), "{row}");
+    }
+
+    /// The cold-start target compares the medians of each server's cold starts and lists
+    /// every one of them.
+    #[test]
+    fn the_cold_start_target_is_the_ratio_of_the_medians() {
+        let mut ours = ScaleServer::new(Kind::Ours);
+        let mut java = ScaleServer::new(Kind::Java);
+        for (a, b) in [(2.4, 5.1), (1.6, 7.3), (2.1, 6.0)] {
+            ours.record_cold_start(a);
+            java.record_cold_start(b);
+        }
+        assert_eq!((ours.cold_start_secs, java.cold_start_secs), (Some(2.1), Some(6.0)));
+        let point = Point::all().into_iter().find(|p| p.name == "t1m").expect("a point");
+        let points = vec![PointReport { point, body_kib: 0, servers: vec![ours, java] }];
+        let r = ScaleReport { env: Default::default(), sizes: ScaleSizes::quick(), points };
+        let mut md = String::new();
+        targets(&mut md, &r);
+        let row = md.lines().find(|l| l.contains("cold start ≥ 3×")).expect("the row");
+        assert!(
+            row.contains(
+                "2.86× (2.10 s vs 6.00 s; medians of 3: ours 2.40, 1.60, 2.10 s, Java 5.10, 7.30, 6.00 s)"
+            ),
+            "{row}"
+        );
         assert!(row.ends_with("**NOT met** |"), "{row}");
     }
 }
