@@ -164,7 +164,7 @@ impl RegistrationBody {
             filter_server_list: Some(Vec::new()),
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
                 data_version: MARK,
-                topic_config_table: table,
+                topic_config_table: std::sync::Arc::new(table),
                 ..Default::default()
             },
         };

@@ -113,7 +113,7 @@ impl TopicTable {
             filter_server_list: Some(Vec::new()),
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
                 data_version: self.data_version,
-                topic_config_table: self.topics.clone(),
+                topic_config_table: self.topics.clone().into(),
                 ..Default::default()
             },
         }

@@ -36,7 +36,7 @@ fn registration(id: BrokerIdentity, topics: &[TopicConfig], counter: i64) -> Reg
                     state_version: 0,
                     timestamp: 1_700_000_000_000 + counter,
                 },
-                topic_config_table: table,
+                topic_config_table: std::sync::Arc::new(table),
                 ..Default::default()
             },
         },

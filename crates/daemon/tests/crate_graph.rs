@@ -258,11 +258,12 @@ fn no_source_file_has_over_600_lines_of_non_test_code() {
 }
 
 /// The most non-test lines the core (`crates/namesrv/src`) may have: 7,491 when #23 closed
-/// (12,110 before it), then #25's batched route writer and in-place refresh (+20).
-const CORE_LINES: usize = 7_550;
+/// (12,110 before it), then #25's batched route writer and in-place refresh (+20), and the
+/// decoded tables kept for sharing (+10).
+const CORE_LINES: usize = 7_560;
 
 #[test]
-fn the_core_has_at_most_7550_lines_of_non_test_code() {
+fn the_core_has_at_most_7560_lines_of_non_test_code() {
     let core = crates_dir().join("namesrv/src");
     let files = sources(&core);
     assert!(files.len() > 30, "the core's sources are found: {}", files.len());

@@ -218,7 +218,7 @@ async fn compressed_registration_is_decoded_and_loses_topic_sys_flag() {
         tc.read_queue_nums = 4;
         tc.write_queue_nums = 4;
         tc.topic_sys_flag = 1;
-        wrapper.topic_config_table.insert(name.to_owned(), tc);
+        std::sync::Arc::make_mut(&mut wrapper.topic_config_table).insert(name.to_owned(), tc);
     }
     let mut cmd = master().register_body(body.encode_compressed(479));
     if let Some(ext) = cmd.ext_fields.as_mut() {

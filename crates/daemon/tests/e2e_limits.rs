@@ -438,8 +438,7 @@ fn inflating_registration(topics: usize, line: usize) -> RemotingCommand {
     let mut body = RegisterBrokerBody::default();
     for i in 0..topics {
         let name = format!("{i:0>line$}");
-        body.topic_config_serialize_wrapper
-            .topic_config_table
+        std::sync::Arc::make_mut(&mut body.topic_config_serialize_wrapper.topic_config_table)
             .insert(name.clone(), TopicConfig::named(name));
     }
     compressed(broker().register_body(body.encode_compressed(479)))

@@ -176,7 +176,8 @@ async fn zone_filter_drops_filter_servers_of_removed_brokers() {
         let wrapper = &mut body.topic_config_serialize_wrapper;
         wrapper.data_version = data_version(1);
         for t in ["TopicTest", "Other"] {
-            wrapper.topic_config_table.insert(t.to_owned(), TopicConfig::named(t));
+            std::sync::Arc::make_mut(&mut wrapper.topic_config_table)
+                .insert(t.to_owned(), TopicConfig::named(t));
         }
         let resp = conn.call(broker.register_body(to_legacy_json(&body))).await;
         assert_eq!(resp.code, 0);

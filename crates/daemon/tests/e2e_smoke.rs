@@ -15,7 +15,7 @@ fn register_body(topics: &[&str]) -> Vec<u8> {
         let mut tc = TopicConfig::named(*t);
         tc.read_queue_nums = 8;
         tc.write_queue_nums = 8;
-        wrapper.topic_config_table.insert((*t).to_owned(), tc);
+        std::sync::Arc::make_mut(&mut wrapper.topic_config_table).insert((*t).to_owned(), tc);
     }
     to_legacy_json(&body)
 }

@@ -58,7 +58,7 @@ fn registration(cluster: &str, name: &str, addr: &str, topics: &[String]) -> Reg
         config.read_queue_nums = 8;
         config.write_queue_nums = 8;
         config.perm = perm::READ | perm::WRITE;
-        wrapper.topic_config_table.insert(topic.clone(), config);
+        std::sync::Arc::make_mut(&mut wrapper.topic_config_table).insert(topic.clone(), config);
     }
     RegisterBroker {
         cluster: cluster.to_owned(),

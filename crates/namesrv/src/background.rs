@@ -30,7 +30,7 @@ pub fn spawn_all(state: &Arc<State>, trigger: &ShutdownTrigger) -> Vec<JoinHandl
 }
 
 /// Expires silent brokers every `scanNotActiveBrokerInterval` (and drops unused shared route
-/// bodies).
+/// bodies and, once idle, the decoded tables kept for sharing; not behind a decode under way).
 /// Java: `RouteInfoManager#scanNotActiveBroker`
 async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
     let period = Duration::from_millis(
@@ -50,6 +50,9 @@ async fn scan_loop(state: Arc<State>, mut shutdown: crate::shutdown::Shutdown) {
                 }
                 // Route bodies no topic uses any more (their topics changed or left).
                 state.routes.snapshot().prune_route_bodies();
+                if let Some(mut recent) = state.work.recent_tables.try_lock() {
+                    recent.expire(period);
+                }
             }
             _ = shutdown.recv() => break,
         }

@@ -248,7 +248,8 @@ mod tests {
         for topic in topics {
             let mut config = TopicConfig::named(*topic);
             (config.read_queue_nums, config.write_queue_nums) = (8, 8);
-            wrapper.topic_config_table.insert((*topic).to_owned(), config);
+            std::sync::Arc::make_mut(&mut wrapper.topic_config_table)
+                .insert((*topic).to_owned(), config);
         }
         let ext = [
             ("brokerName", "broker-a"),

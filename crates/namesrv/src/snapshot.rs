@@ -308,7 +308,8 @@ mod tests {
             ..Default::default()
         };
         for topic in topics {
-            wrapper.topic_config_table.insert((*topic).to_owned(), TopicConfig::named(*topic));
+            std::sync::Arc::make_mut(&mut wrapper.topic_config_table)
+                .insert((*topic).to_owned(), TopicConfig::named(*topic));
         }
         let request = RegisterBroker {
             cluster: "c".to_owned(),

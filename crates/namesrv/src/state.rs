@@ -116,6 +116,8 @@ pub struct Work {
     pub(crate) lane: lane::Lane,
     /// The route snapshot file, when `routeSnapshotEnable` is on.
     pub route_snapshot: Option<crate::snapshot::SnapshotFile>,
+    /// Tables the prepare thread decoded, for bodies that send them again (the scan expires them).
+    pub(crate) recent_tables: parking_lot::Mutex<remoting::body::difference::RecentTables>,
 }
 
 /// Where the server is in its life, and its clocks.
@@ -176,6 +178,7 @@ impl State {
                 route_snapshot: snapshot
                     .route_snapshot_enable
                     .then(|| crate::snapshot::SnapshotFile::new(snapshot.route_snapshot_file())),
+                recent_tables: parking_lot::Mutex::default(),
             },
             life: Life {
                 started: tokio::time::Instant::now(),

@@ -35,7 +35,7 @@ fn body(perm_of: impl Fn(usize) -> i32, encode: fn(&RegisterBrokerBody) -> Vec<u
         filter_server_list: Some(Vec::new()),
         topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
             data_version: DataVersion { counter: 7, state_version: 0, timestamp: 1_700_000_000 },
-            topic_config_table: table,
+            topic_config_table: table.into(),
             ..Default::default()
         },
     })

@@ -229,7 +229,7 @@ fn body_tv22() -> RegisterBrokerBody {
     w.data_version = DataVersion { counter: 1, state_version: 0, timestamp: 1_700_000_000_000 };
     let tc =
         TopicConfig { read_queue_nums: 4, write_queue_nums: 4, ..TopicConfig::named("TopicTest") };
-    w.topic_config_table.insert("TopicTest".into(), tc);
+    std::sync::Arc::make_mut(&mut w.topic_config_table).insert("TopicTest".into(), tc);
     body
 }
 

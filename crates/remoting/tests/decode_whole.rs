@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use remoting::body::compressed::BodyLimits;
-use remoting::body::difference::Skimmed;
+use remoting::body::difference::{RecentTables, Skimmed, RECENT_TABLES, RECENT_TOPICS};
 use remoting::body::RegisterBrokerBody;
 use remoting::{version, RemotingCommand, RequestCode};
 use xxhash_rust::xxh3::Xxh3;
@@ -25,7 +25,8 @@ fn both(
 ) -> (Option<RegisterBrokerBody>, Option<RegisterBrokerBody>) {
     let request = request(body, version);
     let skimmed = Skimmed::new(&request, &Xxh3::new(), false, None);
-    let whole = skimmed.and_then(|s| s.decode_whole(&request, limits));
+    let whole =
+        skimmed.and_then(|s| s.decode_whole(&request, limits, &mut RecentTables::default()));
     let full = RegisterBrokerBody::decode_limited(body.as_bytes(), false, version, limits).ok();
     (whole, full)
 }
@@ -130,4 +131,96 @@ proptest! {
             prop_assert_eq!(whole, full);
         }
     }
+}
+
+/// `body` decoded from its skim with `recent`.
+fn decoded_with(body: &str, recent: &mut RecentTables) -> RegisterBrokerBody {
+    let request = request(body, V5);
+    let skimmed = Skimmed::new(&request, &Xxh3::new(), false, None).expect("skimmed");
+    skimmed.decode_whole(&request, BodyLimits::default(), recent).expect("decoded")
+}
+
+fn full(body: &str) -> RegisterBrokerBody {
+    RegisterBrokerBody::decode_limited(body.as_bytes(), false, V5, BodyLimits::default())
+        .expect("decodes")
+}
+
+/// The second broker of a pair sends the first one's table (in another order, with its own
+/// DataVersion), a few bodies later: it is that very table, and still what the full decoder
+/// gives; a table with one entry changed is decoded afresh; tables are let go once idle.
+#[test]
+fn a_table_sent_again_shares_the_one_decoded_a_moment_before() {
+    let names: Vec<String> = (0..300).map(|i| format!("t{i}")).collect();
+    let table = |order: &mut dyn Iterator<Item = &String>, perm_of_t7: u8| {
+        let entries: Vec<String> = order
+            .map(|n| {
+                let e = entry(n, n);
+                if n == "t7" {
+                    e.replace(r#""perm":6"#, &format!(r#""perm":{perm_of_t7}"#))
+                } else {
+                    e
+                }
+            })
+            .collect();
+        format!("{{{}}}", entries.join(","))
+    };
+    let first = wrapped(&table(&mut names.iter(), 6));
+    let second =
+        wrapped(&table(&mut names.iter().rev(), 6)).replace(r#""counter":3"#, r#""counter":4"#);
+    let changed = wrapped(&table(&mut names.iter(), 2));
+    let mut recent = RecentTables::default();
+    let a = decoded_with(&first, &mut recent);
+    let c = decoded_with(&changed, &mut recent);
+    let b = decoded_with(&second, &mut recent);
+    let table_of =
+        |b: &RegisterBrokerBody| b.topic_config_serialize_wrapper.topic_config_table.clone();
+    assert!(std::sync::Arc::ptr_eq(&table_of(&a), &table_of(&b)), "shared");
+    assert_eq!(b, full(&second));
+    assert_eq!(b.topic_config_serialize_wrapper.data_version.counter, 4, "its own version");
+    assert!(!std::sync::Arc::ptr_eq(&table_of(&a), &table_of(&c)));
+    assert_eq!(c, full(&changed));
+    assert_eq!(recent.len(), 2);
+    recent.expire(std::time::Duration::from_secs(3600));
+    assert_eq!(recent.len(), 2, "not idle yet");
+    recent.expire(std::time::Duration::ZERO);
+    assert!(recent.is_empty(), "let go once idle");
+    let again = decoded_with(&first, &mut recent);
+    assert!(!std::sync::Arc::ptr_eq(&table_of(&a), &table_of(&again)), "decoded afresh");
+    assert_eq!(again, full(&first));
+}
+
+/// It holds at most `RECENT_TABLES` tables, and `RECENT_TOPICS` topics in all.
+#[test]
+fn the_tables_kept_are_bounded() {
+    let mut recent = RecentTables::default();
+    for i in 0..RECENT_TABLES + 3 {
+        decoded_with(
+            &wrapped(&format!("{{{}}}", entry(&format!("t{i}"), &format!("t{i}")))),
+            &mut recent,
+        );
+    }
+    assert_eq!(recent.len(), RECENT_TABLES);
+    let big = |k: usize| {
+        let n = RECENT_TOPICS / 2 + 1;
+        let entries: Vec<String> =
+            (0..n).map(|i| entry(&format!("b{k}-{i}"), &format!("b{k}-{i}"))).collect();
+        wrapped(&format!("{{{}}}", entries.join(",")))
+    };
+    decoded_with(&big(0), &mut recent);
+    decoded_with(&big(1), &mut recent);
+    assert_eq!(recent.len(), 1, "two halves and more do not fit");
+}
+
+/// A key sent twice keeps its last entry, which depends on the order: a table with a repeated
+/// key is never shared, though another body holds the same entries.
+#[test]
+fn a_table_with_a_repeated_key_is_not_shared() {
+    let (x, y) = (entry("t1", "t1"), entry("t1", "t1").replace(r#""perm":6"#, r#""perm":2"#));
+    let first = wrapped(&format!("{{{x},{y}}}"));
+    let second = wrapped(&format!("{{{y},{x}}}"));
+    let mut recent = RecentTables::default();
+    let a = decoded_with(&first, &mut recent);
+    let b = decoded_with(&second, &mut recent);
+    assert_eq!((a, b.clone()), (full(&first), full(&second)));
+    assert_eq!(b.topic_config_serialize_wrapper.topic_config_table["t1"].perm, 6, "the last entry");
 }

@@ -146,7 +146,8 @@ fn compressible_body() -> impl Strategy<Value = RegisterBrokerBody> {
                 let w = &mut body.topic_config_serialize_wrapper;
                 w.data_version = DataVersion { counter, state_version, timestamp };
                 for t in topics {
-                    w.topic_config_table.insert(t.topic_name.clone().unwrap_or_default(), t);
+                    std::sync::Arc::make_mut(&mut w.topic_config_table)
+                        .insert(t.topic_name.clone().unwrap_or_default(), t);
                 }
                 for (i, mut info) in infos.into_iter().enumerate() {
                     let topic = format!("static-{i}");

@@ -119,7 +119,7 @@ impl Net {
                 filter_server_list: Some(Vec::new()),
                 topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
                     data_version: DataVersion { counter: 1, state_version: 0, timestamp: 1 },
-                    topic_config_table: table,
+                    topic_config_table: std::sync::Arc::new(table),
                     ..Default::default()
                 },
             },

@@ -200,8 +200,9 @@ mod tests {
         let b: RegisterBrokerBody = body::from_json(bytes).expect("valid JSON body");
         b.topic_config_serialize_wrapper
             .topic_config_table
-            .into_iter()
+            .iter()
             .map(|(k, c)| {
+                let k = k.clone();
                 assert_eq!(c.topic_name.as_deref(), Some(k.as_str()), "key and name agree");
                 (k, (c.read_queue_nums, c.write_queue_nums))
             })

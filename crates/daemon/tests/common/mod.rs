@@ -501,7 +501,7 @@ pub fn register_body_of(
     wrapper.data_version = dv;
     for tc in configs {
         let name = tc.topic_name.clone().unwrap_or_default();
-        wrapper.topic_config_table.insert(name, tc);
+        std::sync::Arc::make_mut(&mut wrapper.topic_config_table).insert(name, tc);
     }
     remoting::body::to_legacy_json(&body)
 }

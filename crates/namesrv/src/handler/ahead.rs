@@ -72,7 +72,8 @@ pub(super) fn prepare(state: &State, request: &RemotingCommand) -> Ahead {
         _ => false,
     };
     let body = (!differs).then(|| {
-        let whole = skimmed.as_ref().and_then(|s| s.decode_whole(request, limits));
+        let recent = &mut state.work.recent_tables.lock();
+        let whole = skimmed.as_ref().and_then(|s| s.decode_whole(request, limits, recent));
         (limits, whole.map_or_else(|| register_body(request, compressed, limits), Ok))
     });
     let mut ahead = Ahead { skimmed, body, held: 0 };

@@ -611,7 +611,7 @@ mod tests {
         for i in 0..topics {
             let name = format!("Topic-{i:05}");
             let tc = TopicConfig { perm, ..TopicConfig::named(name.clone()) };
-            wrapper.topic_config_table.insert(name, tc);
+            std::sync::Arc::make_mut(&mut wrapper.topic_config_table).insert(name, tc);
         }
         let ext = [
             ("clusterName", "C"),

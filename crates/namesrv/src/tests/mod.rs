@@ -19,7 +19,8 @@ pub(crate) fn registration() -> RegisterBroker {
     let mut topic_config = TopicConfigAndMappingSerializeWrapper::default();
     for i in 1..=crate::state::SCAN_ON_LANE_TOPICS {
         let topic = format!("T{i}");
-        topic_config.topic_config_table.insert(topic.clone(), TopicConfig::named(topic));
+        std::sync::Arc::make_mut(&mut topic_config.topic_config_table)
+            .insert(topic.clone(), TopicConfig::named(topic));
     }
     RegisterBroker {
         cluster: CLUSTER.into(),

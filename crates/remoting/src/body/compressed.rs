@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
@@ -194,11 +195,12 @@ impl RegisterBrokerBody {
         if usize::try_from(count).is_ok_and(|n| n > limits.max_topics) {
             return Err(BodyError::TooManyTopics { count: count as u64, max: limits.max_topics });
         }
+        let table = Arc::make_mut(&mut wrapper.topic_config_table);
         for _ in 0..count {
             let line = r.block()?;
             let config = TopicConfig::decode_compact(&String::from_utf8_lossy(&line))?;
             let name = config.topic_name.clone().unwrap_or_default();
-            wrapper.topic_config_table.insert(name, config);
+            table.insert(name, config);
         }
 
         let filter = r.block()?;
@@ -248,7 +250,7 @@ impl From<TopicConfigSerializeWrapper> for super::TopicConfigAndMappingSerialize
     fn from(w: TopicConfigSerializeWrapper) -> Self {
         Self {
             data_version: w.data_version,
-            topic_config_table: w.topic_config_table,
+            topic_config_table: w.topic_config_table.into(),
             ..Self::default()
         }
     }
@@ -359,8 +361,7 @@ mod tests {
         let mut body = RegisterBrokerBody::default();
         for i in 0..11 {
             let name = format!("T{i}");
-            body.topic_config_serialize_wrapper
-                .topic_config_table
+            Arc::make_mut(&mut body.topic_config_serialize_wrapper.topic_config_table)
                 .insert(name.clone(), TopicConfig::named(name));
         }
         let ten = BodyLimits { max_inflated: MAX_INFLATED_BODY, max_topics: 10 };
@@ -368,7 +369,11 @@ mod tests {
         let json = to_legacy_json(&body);
         let zlib = body.encode_compressed(479);
         let bare = to_legacy_json(&TopicConfigSerializeWrapper {
-            topic_config_table: body.topic_config_serialize_wrapper.topic_config_table.clone(),
+            topic_config_table: body
+                .topic_config_serialize_wrapper
+                .topic_config_table
+                .as_ref()
+                .clone(),
             ..TopicConfigSerializeWrapper::default()
         });
         for (bytes, compressed, version) in

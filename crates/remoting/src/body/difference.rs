@@ -7,8 +7,10 @@
 //! compressed or fastjson-only body, an escaped or repeated topic key, an entry that does not
 //! decode or whose `topicName` is not its key — goes the full way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use xxhash_rust::xxh3::Xxh3;
 
@@ -25,6 +27,72 @@ use crate::RemotingCommand;
 /// The entries a base lacked, decoded (`None`: the full decoder's case), with that base and the
 /// topic cap they were decoded under.
 type Changed = (DeltaBase, usize, Option<BTreeMap<String, TopicConfig>>);
+
+/// The topic tables [`Skimmed::decode_whole`] decoded last, with their entries' digests: a
+/// body with the same entries shares its table instead of decoding it again. The brokers of a
+/// master/slave pair send the same table, and so do the brokers of a cluster whose topics are
+/// all created cluster-wide; at S7's cold start of 1,000,000 topics (two brokers per cluster,
+/// eight registrations in flight, so a pair's bodies arrive a few apart) decoding was a fifth
+/// of the server's samples, half of it a table decoded a moment before (#25). Bounded: at most
+/// [`RECENT_TABLES`] tables of [`RECENT_TOPICS`] topics in all, let go by [`expire`] once
+/// idle.
+///
+/// [`expire`]: RecentTables::expire
+#[derive(Default)]
+pub struct RecentTables {
+    /// Newest first: each table's sorted entry digests, and the table.
+    tables: VecDeque<(Arc<[u64]>, SharedTable)>,
+    used: Option<Instant>,
+}
+
+/// A decoded topic table, shared.
+type SharedTable = Arc<BTreeMap<String, TopicConfig>>;
+
+/// The most tables [`RecentTables`] holds.
+pub const RECENT_TABLES: usize = 8;
+/// The most topics the tables it holds have in all.
+pub const RECENT_TOPICS: usize = 100_000;
+
+impl RecentTables {
+    /// A table whose entries are `entries` (sorted digests of each entry's key and value
+    /// bytes): the same entries decode to the same table, provided no key repeats (a repeated
+    /// key keeps its last entry, which depends on the order), which a table with as many topics
+    /// as entries shows.
+    fn same(&mut self, entries: &Arc<[u64]>) -> Option<SharedTable> {
+        self.used = Some(Instant::now());
+        let (_, table) = self.tables.iter().find(|(known, table)| {
+            table.len() == entries.len() && (Arc::ptr_eq(known, entries) || known == entries)
+        })?;
+        Some(Arc::clone(table))
+    }
+
+    fn keep(&mut self, entries: &Arc<[u64]>, table: &SharedTable) {
+        self.tables.push_front((Arc::clone(entries), Arc::clone(table)));
+        let mut topics = 0;
+        let within = self.tables.iter().take_while(|(_, t)| {
+            topics += t.len();
+            topics <= RECENT_TOPICS
+        });
+        let keep = within.count().min(RECENT_TABLES);
+        self.tables.truncate(keep);
+    }
+
+    /// Lets go of every table when none was asked for or decoded for `idle`.
+    pub fn expire(&mut self, idle: Duration) {
+        if self.used.is_some_and(|used| used.elapsed() >= idle) {
+            (self.tables, self.used) = (VecDeque::new(), None);
+        }
+    }
+
+    /// How many tables it holds.
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
 
 /// A body skimmed for its difference: where its entries are (byte ranges of the body, so it may
 /// be skimmed on the lane's prepare thread and applied on a lane thread), their digests and the
@@ -129,11 +197,13 @@ impl Skimmed {
     /// serde's decode of the whole body was ~2/3 of the prepare thread's time. `None` when an
     /// entry or the rest does not decode, a key is not plain text, or more than
     /// `limits.max_topics` entries are sent: the full decoder then gives the answer or the
-    /// error.
+    /// error. A table whose entries are those of one of `recent`'s, byte for byte, is that one,
+    /// not decoded again; `recent` keeps this one.
     pub fn decode_whole(
         &self,
         request: &RemotingCommand,
         limits: BodyLimits,
+        recent: &mut RecentTables,
     ) -> Option<RegisterBrokerBody> {
         let (body, broker_version) = (request.body.as_deref()?, request.version);
         if self.entries.len() > limits.max_topics {
@@ -145,6 +215,11 @@ impl Skimmed {
         rest.extend_from_slice(&body[self.table.end..]);
         let mut decoded =
             RegisterBrokerBody::decode_limited(&rest, false, broker_version, limits).ok()?;
+        let wrapper = &mut decoded.topic_config_serialize_wrapper;
+        if let Some(table) = recent.same(&self.digests.base.entries) {
+            wrapper.topic_config_table = table;
+            return Some(decoded);
+        }
         let mut entries = Vec::with_capacity(self.entries.len());
         for (key, value) in &self.entries {
             let key = plain_text(&body[key.clone()])?;
@@ -154,7 +229,9 @@ impl Skimmed {
         }
         // Built in one go from the array, no copy of it grown on the way (sorted, a repeated
         // key keeping its last entry, as the decoder's inserts do).
-        decoded.topic_config_serialize_wrapper.topic_config_table = BTreeMap::from_iter(entries);
+        let table = Arc::new(BTreeMap::from_iter(entries));
+        recent.keep(&self.digests.base.entries, &table);
+        wrapper.topic_config_table = table;
         Some(decoded)
     }
 
@@ -180,7 +257,7 @@ impl Skimmed {
             filter_server_list: None,
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
                 data_version: self.data_version,
-                topic_config_table: changed,
+                topic_config_table: changed.into(),
                 ..Default::default()
             },
         })

@@ -219,7 +219,7 @@ mod agreement {
             filter_server_list: Some(Vec::new()),
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
                 data_version: DataVersion { counter: 1, ..Default::default() },
-                topic_config_table: table,
+                topic_config_table: table.into(),
                 ..Default::default()
             },
         };

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::Serializer;
@@ -511,8 +512,10 @@ pub struct TopicConfigAndMappingSerializeWrapper {
     pub data_version: DataVersion,
     #[serde(deserialize_with = "lenient::or_default")]
     pub mapping_data_version: DataVersion,
+    /// Shared: the brokers of a master/slave pair (and of a cluster whose topics are created
+    /// cluster-wide) send the same table, decoded once (see `difference::Skimmed::decode_whole`).
     #[serde(deserialize_with = "lenient::or_default")]
-    pub topic_config_table: BTreeMap<String, TopicConfig>,
+    pub topic_config_table: Arc<BTreeMap<String, TopicConfig>>,
     #[serde(deserialize_with = "lenient::or_default")]
     pub topic_queue_mapping_detail_map: BTreeMap<String, TopicQueueMappingDetail>,
     #[serde(deserialize_with = "lenient::or_default")]

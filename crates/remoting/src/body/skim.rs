@@ -496,7 +496,8 @@ mod tests {
                 topic_config_table: topics
                     .iter()
                     .map(|t| (t.to_string(), TopicConfig::named(*t)))
-                    .collect(),
+                    .collect::<std::collections::BTreeMap<_, _>>()
+                    .into(),
                 ..Default::default()
             },
         }

@@ -150,7 +150,8 @@ impl Broker {
                 topic_config_table: configs
                     .into_iter()
                     .map(|tc| (tc.topic_name.clone().unwrap_or_default(), tc))
-                    .collect(),
+                    .collect::<std::collections::BTreeMap<_, _>>()
+                    .into(),
                 ..Default::default()
             },
             filter_server_list: self.filters.clone(),

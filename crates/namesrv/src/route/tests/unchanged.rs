@@ -166,7 +166,8 @@ fn a_changed_registration_is_applied_as_its_difference() {
         (req.delta_base, req.request_digest) = (Some(base_of(&req)), Some(DIGEST + 1));
         let mut full = table.clone();
         full.register_owned(req.clone(), NOW, false).expect("registered");
-        req.topic_config.topic_config_table.retain(|_, tc| !prev.has(base_of_one(tc)));
+        std::sync::Arc::make_mut(&mut req.topic_config.topic_config_table)
+            .retain(|_, tc| !prev.has(base_of_one(tc)));
         assert_eq!(req.topic_config.topic_config_table.len(), 1, "T3 alone");
         table.register_delta(req, &prev, NOW).expect("applied as a difference").expect("ok");
         assert_eq!(perm_of(&route(&table, "T3"), BROKER), perm_of(&route(&full, "T3"), BROKER));
@@ -365,7 +366,7 @@ mod equivalence {
                             short
                         } else if let Some(base) = table.delta_base(CLUSTER, &broker.addr) {
                             let mut partial = req;
-                            partial.topic_config.topic_config_table.retain(|_, tc| !base.has(digest_of(tc)));
+                            std::sync::Arc::make_mut(&mut partial.topic_config.topic_config_table).retain(|_, tc| !base.has(digest_of(tc)));
                             if delta.register_delta(partial, &base, NOW).is_some() {
                                 deltas += 1;
                                 prop_assert_eq!(observed(&delta), observed(&full));
