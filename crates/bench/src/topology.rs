@@ -352,6 +352,18 @@ impl Registrar {
         Ok(start.elapsed())
     }
 
+    /// Writes the next registration's body ahead (with the current version), so that the
+    /// registration writes only its new version over it.
+    pub async fn warm(&mut self) {
+        if self.scratch.is_none() {
+            let (source, version, k) = (Arc::clone(&self.body), self.version, self.changes);
+            let built = tokio::task::spawn_blocking(move || {
+                source.body(&version, k, BytesMut::new(), None).0
+            });
+            self.scratch = built.await.ok().map(|body| (body, k));
+        }
+    }
+
     /// Serves `body` from the next registration on (the broker's topic table changed); its
     /// changes count from there.
     pub fn set_body(&mut self, body: Arc<dyn Table>) {

@@ -194,6 +194,7 @@ impl<'a> World<'a> {
         s: &mut ScaleServer,
     ) -> anyhow::Result<()> {
         let (kind, pid) = (server.kind, server.pid);
+        fleet.warm().await;
         let sampler = RssSampler::start(pid, Duration::from_millis(50));
         let cold_start = fleet.register_all(self.sizes.in_flight);
         let (cpu, (rec, took)) = self.measured(pid, "cold start", cold_start).await;
