@@ -218,8 +218,7 @@ impl Fleet {
     /// Number of brokers.
     /// Writes each broker's first body ahead, into the buffer its registrations reuse: a
     /// measured cold start then does not include the generator faulting in a fresh buffer per
-    /// broker (440 MB for S7's 200 brokers; the first cold start of a run, whichever server it
-    /// measured, was the slowest of three).
+    /// broker (440 MB for S7's 200 brokers).
     pub async fn warm(&self) {
         for b in &self.brokers {
             b.lock().await.warm().await;
