@@ -241,6 +241,21 @@ mod tests {
         assert_eq!(changed(&base, &[("A", 6)]), Some(vec![]), "a removal changes nothing here");
     }
 
+    /// The entry digest is seeded with the key: the same value bytes under another key (a
+    /// topic renamed, its value not naming it) are a change, and so is any value byte.
+    #[test]
+    fn an_entry_digest_covers_its_key_and_every_value_byte() {
+        let value = br#"{"perm":6,"readQueueNums":8,"writeQueueNums":8}"#;
+        let base = TableDigests::new(&[(b"A", value)], 1);
+        let renamed = TableDigests::new(&[(b"B", value)], 1);
+        assert_eq!(renamed.changed(&base.base), Some(vec![0]));
+        for at in 0..value.len() {
+            let mut other = value.to_vec();
+            other[at] ^= 1;
+            assert_ne!(TableDigests::entry(b"A", &other), TableDigests::entry(b"A", value), "{at}");
+        }
+    }
+
     /// A key twice (the full decoder keeps the last of them) or an entry twice goes the full
     /// way, wherever the repeats sit.
     #[test]
