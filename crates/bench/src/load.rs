@@ -215,7 +215,6 @@ impl Fleet {
         Ok(Self { brokers })
     }
 
-    /// Number of brokers.
     /// Writes each broker's first body ahead, into the buffer its registrations reuse: a
     /// measured cold start then does not include the generator faulting in a fresh buffer per
     /// broker (440 MB for S7's 200 brokers).
@@ -225,6 +224,7 @@ impl Fleet {
         }
     }
 
+    /// Number of brokers.
     pub fn len(&self) -> usize {
         self.brokers.len()
     }
