@@ -32,10 +32,6 @@ use tracing::debug;
 /// broker.
 pub const LANE_NICE: i32 = 0;
 
-/// The route-snapshot writer's nice value: the lowest, 19 (a snapshot may wait; see
-/// `snapshot.rs`).
-pub const SNAPSHOT_NICE: i32 = 19;
-
 /// A job runs, and gives back how to answer it: answers wait for the batch's flush.
 type Job = Box<dyn FnOnce() -> Reply + Send>;
 type Reply = Box<dyn FnOnce() + Send>;
