@@ -280,7 +280,7 @@ conf::config_struct! {
     /// besides, for at most 8 registrations and 32 MiB (one registration ahead, whatever it
     /// holds). Independently of this key, a connection whose last registration went to the lane
     /// (a changed table) waits before its next frame over 1 MiB, holding nothing, while the
-    /// lane has 8 MiB of registrations queued or on their way (in the order they came; gauge
+    /// lane has 16 MiB of registrations queued or on their way (in the order they came; gauge
     /// `frames_waiting_for_lane`); re-registrations answered in place never wait there. Takes
     /// effect at once.
     #[key(dynamic)]
