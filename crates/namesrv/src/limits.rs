@@ -20,13 +20,9 @@ pub use transport::budget::{Budget, Held};
 
 /// The gate in front of the registration lane (`transport::gate`, #25): a connection whose last
 /// registration went to the lane waits before its next frame over 1 MiB while the lane has this
-/// much queued or on its way: seven of S7's 2 MB bodies. The mark bounds the registrations in
-/// the server at once, and so how many it applies a second: a body spent 8–13 ms arriving
-/// (its reads share the I/O threads with the route reads) and 10–12 ms in the lane, so at 8
-/// MiB (four bodies) the server applied at most ~190 a second on a 2-core AMD EPYC while S7's
-/// 1 % change churn asked for up to 200, and the brokers' bodies waited in their sockets (the
-/// churn's registration p99 185–230 ms at 8 MiB, 104–125 ms at 16, two runs each way; the
-/// snapshot writer, not this mark, made the churn's RSS peak: `bench/results/paired-25-writer/`).
+/// much queued or on its way: seven of S7's 2 MB bodies. It bounds the registrations applied a
+/// second (at 8 MiB, ~190 under S7's 1 % churn on an AMD EPYC, where 200 were asked for:
+/// `bench/results/paired-25-writer/`).
 pub const LANE_QUEUE_MARK: u64 = 16 << 20;
 pub type LaneGate = transport::gate::QueueGate<LANE_QUEUE_MARK>;
 

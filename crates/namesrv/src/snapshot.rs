@@ -242,13 +242,10 @@ fn wall_ms() -> u64 {
 }
 
 /// Writes the snapshot (if changed); `None` without a snapshot file. The work runs on a
-/// thread of its own, at the process's priority, and is waited for from the blocking pool (so
-/// tokio knows the server is busy, also under a paused test clock). Not at a lower priority
-/// (#25): the writer holds the table version it writes until it is done, and what
-/// registrations replace meanwhile stays allocated. At nice 19, under S7's 1 % change churn at
-/// 1,000,000 topics, a write took 0.9–1.4 s and the churn's RSS peaked at 326–340 MiB; at the
-/// process's priority 0.35–0.58 s and 287–303 MiB, its reads and registrations no worse (five
-/// runs each way, alternated; `bench/results/paired-25-writer/`).
+/// thread of its own, at the process's priority (the version it writes stays allocated until
+/// it is done: at nice 19 S7's 1 % churn peaked higher, `bench/results/paired-25-writer/`), and
+/// is waited for from the blocking pool (so tokio knows the server is busy, also under a paused
+/// test clock).
 async fn write(state: &Arc<State>) -> Option<std::io::Result<bool>> {
     state.work.route_snapshot.as_ref()?;
     let state = Arc::clone(state);
