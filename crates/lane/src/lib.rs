@@ -283,7 +283,7 @@ fn run_jobs(rx: &Mutex<mpsc::Receiver<Staged>>, flush: Option<&(dyn Fn() + Send 
 
 /// Lowers the calling thread's priority to `nice`, never raising it (Linux: a thread's nice
 /// value is its own; a process started at a higher nice value keeps it).
-pub fn lower_priority(nice: i32) {
+fn lower_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         let tid = rustix::thread::gettid();
