@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use conf::cli::{Action, CliError};
+use tokio_util::sync::CancellationToken;
 
 use crate::{listen, Daemon, RunError};
 
@@ -55,7 +56,12 @@ where
     if let Some(message) = load_message(&config) {
         println!("{message}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A worker that parks hands back its free pages after each `allocator::release` (`purge`).
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().on_thread_park(|| {
+        allocator::on_thread_park();
+    });
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the runtime: {e}");
@@ -85,7 +91,8 @@ fn with_causes(error: &dyn std::error::Error) -> String {
 
 /// `mqnamesrv`: applies `transparentHugePages`, builds the nameserver (every key checked, the KV
 /// store, TLS and the route snapshot loaded before any port opens: the first client finds the
-/// routes already there), binds, prints the boot lines and serves until SIGTERM or SIGINT.
+/// routes already there), binds, prints the boot lines and serves until SIGTERM or SIGINT,
+/// handing freed memory back to the OS whenever the registrations stop (`purge`).
 pub async fn namesrv(config: namesrv::Config) -> Result<(), BootError> {
     crate::huge_pages::allow(config.transparent_huge_pages);
     let serialize_type = config.effective_serialize_type();
@@ -105,7 +112,15 @@ pub async fn namesrv(config: namesrv::Config) -> Result<(), BootError> {
         Some(addr) => println!("HTTP (metrics, probes, API, dashboard) on http://{addr}/"),
         None => println!("HTTP listener disabled (httpListenPort=0)"),
     }
+    let stop_purge = CancellationToken::new();
+    let purge = tokio::spawn(crate::purge::run(
+        daemon.state().clone(),
+        allocator::release,
+        stop_purge.clone(),
+    ));
     daemon.serve(listeners, shutdown).await;
+    stop_purge.cancel();
+    let _ = purge.await;
     Ok(())
 }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod embedded;
 mod huge_pages;
 pub mod listen;
+mod purge;
 pub mod standalone;
 
 use std::future::Future;

@@ -2,7 +2,8 @@
 //! forbidden dependency fails here: the core (`namesrv`) depends on no HTTP, metrics-exposition,
 //! TLS or YAML crate and not on the controller; `transport` and `acl` sit below the core;
 //! `ops` sits above it; the controller and `counters` keep plain counters (no HTTP, no
-//! exposition); nothing is built on `daemon`, whose binaries are thin `main`s.
+//! exposition); nothing is built on `daemon`, whose binaries are thin `main`s; only
+//! `allocator` allows `unsafe`, in one block.
 //!
 //! The layering the graph cannot see is checked by scanning sources (rustfmt-formatted, as CI
 //! requires): `route/` sees no clock, no runtime and no server state; no file under `crates/`
@@ -169,6 +170,33 @@ fn the_binaries_are_thin_mains() {
     }
     let daemon_bins: BTreeSet<&str> = packages["daemon"].bins.keys().map(String::as_str).collect();
     assert_eq!(daemon_bins, BTreeSet::from(["mqcontroller", "mqnamesrv"]), "the servers' binaries");
+}
+
+/// The one crate whose lints are not the workspace's: it allows `unsafe` (denied, not forbidden)
+/// for one call into the allocator.
+const UNSAFE_CRATE: &str = "allocator";
+
+#[test]
+fn only_the_allocator_crate_allows_unsafe_and_at_one_block() {
+    for entry in std::fs::read_dir(crates_dir()).expect("crates/") {
+        let dir = entry.expect("entry").path();
+        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+        if name == UNSAFE_CRATE {
+            assert!(manifest.contains("unsafe_code = \"deny\""), "{name}: unsafe denied");
+        } else {
+            assert!(
+                manifest.contains("[lints]\nworkspace = true"),
+                "{name} must take the workspace's lints (unsafe_code = forbid)"
+            );
+        }
+    }
+    let blocks: usize = sources(&crates_dir().join(UNSAFE_CRATE))
+        .iter()
+        .flat_map(|f| non_test_lines(f))
+        .filter(|l| !l.trim_start().starts_with("//") && l.contains("unsafe {"))
+        .count();
+    assert_eq!(blocks, 1, "{UNSAFE_CRATE} has one unsafe block");
 }
 
 /// `path`'s `.rs` files, recursively, skipping `tests/` directories (integration tests and the

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::MiMalloc = allocator::MiMalloc;
 
 fn main() -> ExitCode {
     daemon::boot::main(
