@@ -24,6 +24,7 @@ fn rss_bytes() -> u64 {
 #[cfg(target_os = "linux")]
 fn release_hands_back_memory_freed_by_an_idle_thread() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let before = rss_bytes();
     let (freed_tx, freed_rx) = mpsc::channel();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let worker = std::thread::spawn(move || {
@@ -40,12 +41,16 @@ fn release_hands_back_memory_freed_by_an_idle_thread() {
     let released = rss_bytes();
     done_tx.send(()).unwrap();
     worker.join().unwrap();
-    let returned = freed.saturating_sub(released);
+    // Against the RSS before the blocks, not after the free: a mimalloc that purged on its own
+    // in between (a stalled test machine) passes too; one that kept the blocks does not.
+    let kept = released.saturating_sub(before);
     assert!(
-        returned >= (BLOCKS * BLOCK / 2) as u64,
-        "release returned {} MiB of the {} MiB freed (RSS {} -> {} MiB)",
-        returned >> 20,
+        kept < (BLOCKS * BLOCK / 2) as u64,
+        "after release the RSS is still {} MiB above what it was before {} MiB of blocks (RSS \
+         {} before, {} freed, {} released, MiB)",
+        kept >> 20,
         (BLOCKS * BLOCK) >> 20,
+        before >> 20,
         freed >> 20,
         released >> 20
     );
