@@ -91,11 +91,9 @@ pub async fn run(state: Arc<State>, release: fn(), stop: CancellationToken) {
     }
 }
 
-/// The process's resident set in MiB (Linux `/proc/self/statm`, 4 KiB pages); 0 elsewhere.
+/// The process's resident set in MiB (`ops::ProcessStats`, from `/proc/self`); 0 without it.
 fn resident_mib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    (pages * 4096) >> 20
+    ops::ProcessStats::read().map_or(0, |stats| stats.resident_bytes >> 20)
 }
 
 #[cfg(test)]

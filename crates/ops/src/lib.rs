@@ -46,6 +46,7 @@ pub use crate::access::{host_allowed, plain_credentials_refused, REALM};
 pub use crate::controller::{serve as serve_controller, EmbeddedController};
 use crate::exposition::Format;
 pub use crate::listener::{HttpCounts, ListenerSettings, Refused, HTTP_DRAIN_LIMIT};
+pub use crate::process::ProcessStats;
 
 /// Label set of `http_requests_total`: the route pattern and the status.
 pub(crate) type HttpLabels = [(&'static str, String); 2];
