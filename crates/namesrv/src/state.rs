@@ -36,12 +36,16 @@ pub(crate) struct ConnCtx {
     /// Whether the connection's last registration went to the registration lane: only then
     /// does its next large frame ask the lane gate (`crate::limits::LaneGate`) before it begins.
     pub to_lane: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the connection's last registration changed part of its broker's table (it was
+    /// applied as a difference): its next one is not digested on arrival (`handler::broker`).
+    pub changing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ConnCtx {
     /// A plain connection (no client certificate).
     pub fn new(id: ConnId, peer: SocketAddr, close: Arc<tokio::sync::Notify>) -> Self {
-        ConnCtx { id, peer, proxy: None, close, certificate_cn: None, to_lane: Arc::default() }
+        let (to_lane, changing) = (Arc::default(), Arc::default());
+        ConnCtx { id, peer, proxy: None, close, certificate_cn: None, to_lane, changing }
     }
 }
 

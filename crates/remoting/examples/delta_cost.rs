@@ -65,12 +65,12 @@ fn main() {
     println!("body {} B, {TOPICS} topics, 1 % changed", new.len());
     time("skim", || skim_topic_table(&new, 500).map_or(0, |t| t.entries.len()));
     time("skim and digests", || {
-        skim_and_digest(&new, 500, &[])
+        skim_and_digest(&new, 500, &[], &Default::default())
             .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
     });
     let guide = TableDigests::new(&skim_topic_table(&old, 500).unwrap().entries, 1).base;
     time("… guided by the last", || {
-        skim_and_digest(&new, 500, &guide.shapes)
+        skim_and_digest(&new, 500, &guide.shapes, &Default::default())
             .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
     });
     time("crc32", || crc32fast::hash(&new) as usize);

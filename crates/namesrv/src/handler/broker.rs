@@ -21,7 +21,6 @@ use remoting::{version, RemotingCommand};
 use tracing::{debug, info, warn};
 
 use super::ahead::{base_of, prepare, Ahead};
-use super::digest::{digest_registration, Digested};
 use super::{success, success_json, HandlerError, HandlerResult};
 use crate::config::Config;
 use crate::limits::Cap;
@@ -33,7 +32,9 @@ use crate::route::{
 use crate::state::{ConnCtx, State};
 use events::{EventKind, NewEvent};
 use kv::ORDER_TOPIC_CONFIG;
-use remoting::body::register_digest::{digest_around_version, digest_fields};
+use remoting::body::register_digest::{
+    digest_around_version, digest_fields, digest_registration, Digested,
+};
 
 /// A handler-level REGISTER_BROKER failure (`dispatch` answers code 1 and `"extFields":{}`
 /// like Java's).
@@ -104,14 +105,19 @@ pub async fn register(
     let to_lane = |went: bool| conn.to_lane.store(went, std::sync::atomic::Ordering::Release);
     if request.body_bytes().len() <= INLINE_REGISTER_BODY_LIMIT {
         to_lane(false);
-        return register_now(state, conn, request, (Publish::Now, None, Ahead::default()));
+        return register_now(state, conn, request, (Publish::Now, None, Ahead::default())).0;
     }
     // A re-registration that differs from the broker's last one in its DataVersion alone (every
     // broker, every 30 s) costs a digest of its body: answered here, never queued on the lane
-    // behind registrations that must decode theirs (#25).
+    // behind registrations that must decode theirs (#25). Not tried when the last one changed
+    // part of the table (a broker that changes its table goes on doing so): the lane's skim
+    // digests the body on its way, and one found unchanged there is answered there.
     let started = std::time::Instant::now();
     let mut digested = None;
-    if let Some((result, outcome)) = unchanged_in_place(state, conn, request, &mut digested) {
+    let changing = conn.changing.load(std::sync::atomic::Ordering::Acquire);
+    if let Some((result, outcome)) =
+        (!changing).then(|| unchanged_in_place(state, conn, request, &mut digested)).flatten()
+    {
         record(state, request, started, outcome, true);
         to_lane(false);
         return result;
@@ -133,7 +139,11 @@ pub async fn register(
         ((lane_state, request, ahead), held)
     };
     let apply = move |(state, request, ahead): (Arc<State>, RemotingCommand, Ahead)| {
-        register_now(&state, &conn, &request, (Publish::WithBatch, digested, ahead))
+        let how = (Publish::WithBatch, digested, ahead);
+        let (result, outcome) = register_now(&state, &conn, &request, how);
+        let changed = outcome == RegistrationOutcome::Difference;
+        conn.changing.store(changed, std::sync::atomic::Ordering::Release);
+        result
     };
     let registered = state.work.lane.run_prepared(prepare, apply).await;
     registered.map_err(|e| HandlerError::System(format!("register task failed: {e}")))?
@@ -171,18 +181,19 @@ fn registrant_live(table: &RouteTable, request: &RemotingCommand) -> bool {
 }
 
 /// [`register_counted`], counted in `registrations_total` and `registration_apply_seconds`.
-/// `digested`: the body as digested on arrival, if it was ([`unchanged_in_place`]).
+/// `digested`: the body as digested on arrival, if it was ([`unchanged_in_place`]); with how it
+/// went.
 fn register_now(
     state: &State,
     conn: &ConnCtx,
     request: &RemotingCommand,
     (publish, digested, ahead): (Publish, Option<Digested>, Ahead),
-) -> HandlerResult {
+) -> (HandlerResult, RegistrationOutcome) {
     let started = std::time::Instant::now();
     let (result, outcome, live) =
         register_counted(state, conn, request, publish, (digested, ahead));
     record(state, request, started, outcome, live);
-    result
+    (result, outcome)
 }
 
 /// Counts a registration and keeps (or drops) the broker's remoting version; `live`: whether
@@ -283,16 +294,13 @@ fn register_counted(
         }
         skimmed => skimmed,
     };
-    let around_version = skimmed.as_ref().map(|s| s.around(request.body_bytes()));
     let digested = digested.filter(|d| d.delete_topics == delete_topics);
-    let Some((request_digest, data_version, version_frame)) = digest_registration(
-        state,
-        request,
-        &header,
-        &fields,
-        (compressed, around_version),
-        digested,
-    ) else {
+    let stamped = header.cluster_name.as_deref().zip(header.broker_addr.as_deref());
+    let stamped = stamped.and_then(|(c, a)| state.routes.snapshot().version_frame(c, a));
+    let skim = (compressed, skimmed.as_ref());
+    let Some((request_digest, data_version, version_frame)) =
+        digest_registration(request, &header, &fields, skim, stamped, digested)
+    else {
         warn!(peer = %conn.peer, "register broker: body crc32 does not match");
         return (Err(register_failed("crc32 not match")), RegistrationOutcome::CrcMismatch, false);
     };
@@ -669,7 +677,7 @@ mod tests {
         let ahead = prepare(&state, &other);
         assert!(ahead.body.as_ref().is_some_and(|(_, body)| body.is_ok()));
         state.config.apply_update(b"registerBrokerMaxTopics=100").expect("updated");
-        let refused = register_now(&state, &conn, &other, (Publish::Now, None, ahead));
+        let (refused, _) = register_now(&state, &conn, &other, (Publish::Now, None, ahead));
         assert!(refused.is_err(), "decoded again within the new cap, and refused");
         assert_eq!(state.routes.snapshot().topic_count(), 2_000);
     }
@@ -684,7 +692,7 @@ mod tests {
         let publish = |ahead| (Publish::Now, None, ahead);
         let first = registration(2_000, 1);
         assert_eq!(
-            register_now(&state, &conn, &first, publish(Ahead::default())).expect("ok").code,
+            register_now(&state, &conn, &first, publish(Ahead::default())).0.expect("ok").code,
             0
         );
         // Against the first table the third body differs in one topic, Topic-02000.
@@ -694,7 +702,7 @@ mod tests {
         // The second makes every topic read-only.
         let second = with_perm(2_000, 2, 4);
         assert_eq!(
-            register_now(&state, &conn, &second, publish(Ahead::default())).expect("ok").code,
+            register_now(&state, &conn, &second, publish(Ahead::default())).0.expect("ok").code,
             0
         );
         let perm = |topic: &str| {
@@ -702,7 +710,7 @@ mod tests {
             route.queue_datas[0].perm
         };
         assert_eq!(perm("Topic-00000"), 4);
-        assert_eq!(register_now(&state, &conn, &third, publish(ahead)).expect("ok").code, 0);
+        assert_eq!(register_now(&state, &conn, &third, publish(ahead)).0.expect("ok").code, 0);
         assert_eq!((perm("Topic-00000"), perm("Topic-02000")), (6, 6), "as the third body says");
     }
 
@@ -782,6 +790,48 @@ mod tests {
         }
         assert_eq!(waiting.await.expect("joined").expect("registered").code, 0);
         assert_eq!(state.limits.lane_gate.queued_bytes(), 0);
+    }
+
+    /// A broker whose last registration changed part of its table: its next body is not
+    /// digested on arrival but skimmed (and digested on the way) on the lane, which answers an
+    /// unchanged one as unchanged, with the stamp a digest on arrival compares against; the
+    /// one after that is tried on arrival again, and answered there.
+    #[tokio::test]
+    async fn after_a_changed_table_the_next_body_is_digested_on_the_lane_only() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = fresh_state(&dir);
+        let conn = ConnCtx::new(1, "127.0.0.1:1".parse().expect("addr"), Arc::default());
+        let flags = || {
+            let load = |flag: &std::sync::atomic::AtomicBool| {
+                flag.load(std::sync::atomic::Ordering::Acquire)
+            };
+            (load(&conn.to_lane), load(&conn.changing))
+        };
+        let count = |wanted: RegistrationOutcome| {
+            let all = state.sinks.metrics.registrations();
+            all.into_iter().find(|(outcome, _)| *outcome == wanted).map_or(0, |(_, n)| n)
+        };
+        let steps = [
+            // First: decoded whole on the lane.
+            (registration(2_000, 1), RegistrationOutcome::Applied, (true, false)),
+            // Its DataVersion alone: answered on arrival.
+            (registration(2_000, 2), RegistrationOutcome::Unchanged, (false, false)),
+            // A perm changed in every topic: a difference, on the lane.
+            (with_perm(2_000, 3, 2), RegistrationOutcome::Difference, (true, true)),
+            // The DataVersion alone again: not digested on arrival, found unchanged on the lane.
+            (with_perm(2_000, 4, 2), RegistrationOutcome::Unchanged, (true, false)),
+            // And the next one on arrival again.
+            (with_perm(2_000, 5, 2), RegistrationOutcome::Unchanged, (false, false)),
+        ];
+        for (n, (request, outcome, after)) in steps.into_iter().enumerate() {
+            let before = count(outcome);
+            assert_eq!(register(&state, &conn, &request).await.expect("registered").code, 0);
+            assert_eq!(count(outcome), before + 1, "step {n}: {outcome:?}");
+            assert_eq!(flags(), after, "step {n}: (to the lane, changing)");
+        }
+        let table = state.routes.snapshot();
+        let (_, stored) = table.query_data_version("C", "10.0.0.1:10911", None, 0);
+        assert_eq!(stored.map(|v| v.counter), Some(5), "the last version is kept");
     }
 
     /// WIPE_WRITE_PERM_OF_BROKER scans every topic: it waits for the route table's writer on

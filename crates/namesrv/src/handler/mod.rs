@@ -4,7 +4,6 @@
 mod ahead;
 pub mod broker;
 pub mod config;
-mod digest;
 mod error;
 pub mod kv;
 pub mod route;

@@ -17,10 +17,12 @@ use xxhash_rust::xxh3::Xxh3;
 use super::compressed::BodyLimits;
 use super::guide::Shape;
 use super::plain_topic::{plain_text, read_topic_config};
+use super::register_digest::Around;
 use super::skim::skim_and_digest;
 use super::table_digest::{DeltaBase, TableDigests};
 use super::{
     from_json, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
+    VersionFrame,
 };
 use crate::RemotingCommand;
 
@@ -104,6 +106,9 @@ pub struct Skimmed {
     data_version: DataVersion,
     /// The body's length before and after its `DataVersion` value.
     around: (usize, usize),
+    /// The body digested around its `DataVersion` (the request digest) and its frame, on the
+    /// way (`None` when the version did not come before the table).
+    digested: Option<(Around, VersionFrame)>,
     digests: TableDigests,
     /// `deleteTopicWithBrokerRegistration` when it was skimmed (a field of its digests).
     pub delete_topics: bool,
@@ -123,7 +128,7 @@ impl Skimmed {
     ) -> Option<Self> {
         let body = request.body.as_deref()?;
         let shapes = guide.map_or(&[][..], |base| &base.shapes);
-        let mut table = skim_and_digest(body, request.version, shapes)?;
+        let mut table = skim_and_digest(body, request.version, shapes, fields)?;
         let mut rest = fields.clone();
         rest.update(&[2]);
         for part in table.outside {
@@ -143,6 +148,7 @@ impl Skimmed {
             table: at(table.table),
             data_version: table.data_version,
             around: (table.before.len(), table.after.len()),
+            digested: table.around.take(),
             digests,
             delete_topics,
             ahead: None,
@@ -152,6 +158,12 @@ impl Skimmed {
     /// The body before and after its `DataVersion` value.
     pub fn around<'b>(&self, body: &'b [u8]) -> (&'b [u8], &'b [u8]) {
         (&body[..self.around.0], &body[body.len() - self.around.1..])
+    }
+
+    /// The request digest around the body's `DataVersion` and the body's frame (its CRCs),
+    /// computed by the skim: neither needs a pass over the body of its own.
+    pub fn digested(&self) -> Option<&(Around, VersionFrame)> {
+        self.digested.as_ref()
     }
 
     /// The base this body leaves for the next registration's difference.

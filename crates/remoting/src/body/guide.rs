@@ -263,14 +263,15 @@ mod agreement {
                     new_body.extend_from_slice(&old_body[cut.min(old_body.len())..]);
                 }
             }
-            let shapes: Vec<Shape> = skim_and_digest(&old_body, 500, &[])
+            let fields = xxhash_rust::xxh3::Xxh3::new();
+            let shapes: Vec<Shape> = skim_and_digest(&old_body, 500, &[], &fields)
                 .map(|t| {
                     t.entries.iter().zip(&t.digests).map(|((k, v), d)| Shape::of(k, v, d.1)).collect()
                 })
                 .unwrap_or_default();
             prop_assert_eq!(shapes.len(), old.len());
-            let unguided = skim_and_digest(&new_body, 500, &[]);
-            let guided = skim_and_digest(&new_body, 500, &shapes);
+            let unguided = skim_and_digest(&new_body, 500, &[], &fields);
+            let guided = skim_and_digest(&new_body, 500, &shapes, &fields);
             prop_assert_eq!(&guided, &unguided);
             let plain = skim_topic_table(&new_body, 500);
             prop_assert_eq!(plain.map(|t| t.entries), unguided.map(|t| t.entries));

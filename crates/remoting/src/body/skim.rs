@@ -11,9 +11,12 @@
 //! version.
 
 use wide::u8x16;
+use xxhash_rust::xxh3::Xxh3;
 
 use super::guide::{Guide, Shape};
+use super::register_digest::{Around, Trailing};
 use super::table_digest::TableDigests;
+use super::VersionFrame;
 use super::{from_json, DataVersion};
 use crate::version;
 
@@ -74,6 +77,9 @@ pub struct TopicTable<'a> {
     /// Each entry's [`TableDigests::entry`] digests, in body order, when asked for
     /// ([`skim_and_digest`]; else empty).
     pub digests: Vec<(u64, u64)>,
+    /// The body digested around its `DataVersion` and its frame, when asked for
+    /// ([`skim_and_digest`]) and the version comes before the table, as brokers write it.
+    pub around: Option<(Around, VersionFrame)>,
     /// The body outside the `DataVersion` value and the `topicConfigTable` value, in order.
     pub outside: [&'a [u8]; 3],
     /// The `topicConfigTable` value.
@@ -100,21 +106,25 @@ pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<
 /// previous body ([`Guide`]): an entry that is, by digest, the one a shape describes is not
 /// skimmed at all. Given shapes, the body's plain-text pass is skipped too (the entries taken
 /// by shape were checked with the body they came from; the others, and the rest, are skimmed
-/// as a body that is not plain).
+/// as a body that is not plain). The whole body is digested around its `DataVersion` on the
+/// way too, with `fields` (the request's header digest), into [`TopicTable::around`].
 pub fn skim_and_digest<'a>(
     bytes: &'a [u8],
     broker_version: i32,
     shapes: &[Shape],
+    fields: &Xxh3,
 ) -> Option<TopicTable<'a>> {
-    skim(bytes, broker_version, Some(Guide::new(shapes)))
+    skim(bytes, broker_version, Some((Guide::new(shapes), fields)))
 }
 
-/// The skim; `digesting`: digest each entry, guided by these shapes.
+/// The skim; `digesting`: digest each entry, guided by these shapes, and the body with these
+/// header fields.
 fn skim<'a>(
     bytes: &'a [u8],
     broker_version: i32,
-    mut digesting: Option<Guide<'_>>,
+    digesting: Option<(Guide<'_>, &Xxh3)>,
 ) -> Option<TopicTable<'a>> {
+    let (mut digesting, fields) = digesting.unzip();
     if broker_version < 0 {
         return None;
     }
@@ -127,7 +137,7 @@ fn skim<'a>(
     }
     let top = skip_ws(bytes, 0);
     let (walked, end) = if broker_version < version::V3_0_11 {
-        walk_wrapper(bytes, top, plain, &mut digesting)?
+        walk_wrapper(bytes, top, plain, &mut digesting, fields)?
     } else {
         let mut found = None;
         let end = walk_object(bytes, top, plain, |name, value| {
@@ -137,7 +147,7 @@ fn skim<'a>(
             if found.is_some() {
                 return None;
             }
-            let (walked, end) = walk_wrapper(bytes, value, plain, &mut digesting)?;
+            let (walked, end) = walk_wrapper(bytes, value, plain, &mut digesting, fields)?;
             found = Some(walked);
             Some(end)
         })?;
@@ -146,7 +156,8 @@ fn skim<'a>(
     if skip_ws(bytes, end) != bytes.len() {
         return None;
     }
-    let Walked { dv, table, entries, digests } = walked;
+    let Walked { dv, table, entries, digests, trailing } = walked;
+    let around = trailing.and_then(|trailing| trailing.finish(bytes));
     let (dv, table) = (dv?, table?);
     // Guided, the entries skimmed were checked for `$ref` one by one; the rest is checked here.
     let has_ref = |part: &[u8]| memchr::memmem::find(part, b"$ref").is_some();
@@ -159,7 +170,7 @@ fn skim<'a>(
     let (first, second) = if dv.start < table.start { (dv, table) } else { (table, dv) };
     let outside = [&bytes[..first.start], &bytes[first.end..second.start], &bytes[second.end..]];
     let table = table_bytes;
-    Some(TopicTable { data_version, entries, digests, outside, table, before, after })
+    Some(TopicTable { data_version, entries, digests, around, outside, table, before, after })
 }
 
 /// Room for a body's topic-table entries: a broker's entry is ~190 bytes, so most tables fit
@@ -175,6 +186,8 @@ struct Walked<'a> {
     table: Option<std::ops::Range<usize>>,
     entries: Vec<(&'a [u8], &'a [u8])>,
     digests: Vec<(u64, u64)>,
+    /// The body digested behind the walk, from the table on (the version found before it).
+    trailing: Option<Trailing>,
 }
 
 /// Walks the wrapper object at `at`: each of its two keys at most once, each an object.
@@ -184,8 +197,10 @@ fn walk_wrapper<'a>(
     at: usize,
     plain: bool,
     digesting: &mut Option<Guide<'_>>,
+    fields: Option<&Xxh3>,
 ) -> Option<(Walked<'a>, usize)> {
-    let mut walked = Walked { dv: None, table: None, entries: Vec::new(), digests: Vec::new() };
+    let mut walked =
+        Walked { dv: None, table: None, entries: Vec::new(), digests: Vec::new(), trailing: None };
     let end = walk_object(bytes, at, plain, |name, value| {
         if (name == DATA_VERSION || name == TOPIC_CONFIG_TABLE) && bytes.get(value) != Some(&b'{') {
             return None;
@@ -197,6 +212,8 @@ fn walk_wrapper<'a>(
             let room = entries_in(bytes);
             walked.entries = Vec::with_capacity(room);
             walked.digests = Vec::with_capacity(if digesting.is_some() { room } else { 0 });
+            walked.trailing =
+                fields.zip(walked.dv.clone()).map(|(fields, dv)| Trailing::new(fields, bytes, dv));
             let end = walk_table(bytes, value, plain, digesting.as_mut(), &mut walked)?;
             walked.table.replace(value..end).is_none().then_some(end)
         } else {
@@ -225,6 +242,9 @@ fn walk_table<'a>(
         return Some(i + 1);
     }
     loop {
+        if let Some(trailing) = walked.trailing.as_mut() {
+            trailing.follow(bytes, i);
+        }
         let placed = digesting.as_mut().and_then(|guide| guide.place(bytes, i));
         let end = match placed {
             Some((key, value, digests, end)) => {
@@ -522,6 +542,40 @@ mod tests {
             let sc = skim_register_body(&c, 500).unwrap();
             assert_ne!((sc.before, sc.after), (sb.before, sb.after));
         }
+    }
+
+    /// The digest and the frame the skim computes on its way are those of a pass of their own
+    /// (`digest_around_version`, `VersionFrame::new`), for a small body and for one many times
+    /// the distance the digest trails the walk, in both JSON forms, and for old brokers' bare
+    /// wrapper; a body whose version follows its table gets none.
+    #[test]
+    fn the_body_digested_on_the_way_is_the_body_digested_alone() {
+        use crate::body::register_digest::digest_around_version;
+        let mut fields = Xxh3::new();
+        fields.update(b"header fields");
+        let many: Vec<String> = (0..2_000).map(|i| format!("topic-{i:05}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        for topics in [&["A", "C"][..], &many] {
+            for legacy in [true, false] {
+                let (full, wrapper) =
+                    (body(5, topics), body(5, topics).topic_config_serialize_wrapper);
+                let (full, bare) = if legacy {
+                    (to_legacy_json(&full), to_legacy_json(&wrapper))
+                } else {
+                    (to_standard_json(&full), to_standard_json(&wrapper))
+                };
+                for (bytes, version) in [(&full, 500), (&bare, 36)] {
+                    let table = skim_and_digest(bytes, version, &[], &fields).expect("skimmed");
+                    let (around, frame) = table.around.expect("digested on the way");
+                    let alone = VersionFrame::new(table.before, table.after);
+                    assert_eq!(frame, alone);
+                    assert_eq!(Some(around), digest_around_version(&fields, bytes, alone));
+                }
+            }
+        }
+        let late = br#"{"topicConfigTable":{"A":{"topicName":"A"}},"dataVersion":{"counter":1}}"#;
+        let table = skim_and_digest(late, 36, &[], &fields).expect("skimmed");
+        assert!(table.around.is_none(), "the version after the table");
     }
 
     #[test]
