@@ -6,9 +6,9 @@
 use proptest::prelude::*;
 use remoting::body::compressed::BodyLimits;
 use remoting::body::difference::{RecentTables, Skimmed, RECENT_TABLES, RECENT_TOPICS};
+use remoting::body::register_digest::Xxh3;
 use remoting::body::RegisterBrokerBody;
 use remoting::{version, RemotingCommand, RequestCode};
-use xxhash_rust::xxh3::Xxh3;
 
 fn request(body: &str, version: i32) -> RemotingCommand {
     let mut request =

@@ -12,12 +12,12 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
 
 use super::compressed::BodyLimits;
 use super::guide::Shape;
 use super::plain_topic::{plain_text, read_topic_config};
-use super::register_digest::Around;
+use super::register_digest::{Around, Xxh3};
 use super::skim::skim_and_digest;
 use super::table_digest::{DeltaBase, TableDigests};
 use super::{
@@ -130,14 +130,14 @@ impl Skimmed {
         let shapes = guide.map_or(&[][..], |base| &base.shapes);
         let mut table = skim_and_digest(body, request.version, shapes, fields)?;
         let mut rest = fields.clone();
-        rest.update(&[2]);
+        rest.write(&[2]);
         for part in table.outside {
-            rest.update(&(part.len() as u64).to_le_bytes());
-            rest.update(part);
+            rest.write(&(part.len() as u64).to_le_bytes());
+            rest.write(part);
         }
         debug_assert_eq!(table.digests.len(), table.entries.len());
         let digests =
-            TableDigests::of(&table.entries, std::mem::take(&mut table.digests), rest.digest());
+            TableDigests::of(&table.entries, std::mem::take(&mut table.digests), rest.finish());
         // Every part is a slice of `body`: its place there.
         let at = |part: &[u8]| {
             let start = part.as_ptr() as usize - body.as_ptr() as usize;

@@ -263,7 +263,7 @@ mod agreement {
                     new_body.extend_from_slice(&old_body[cut.min(old_body.len())..]);
                 }
             }
-            let fields = xxhash_rust::xxh3::Xxh3::new();
+            let fields = super::super::register_digest::Xxh3::new();
             let shapes: Vec<Shape> = skim_and_digest(&old_body, 500, &[], &fields)
                 .map(|t| {
                     t.entries.iter().zip(&t.digests).map(|((k, v), d)| Shape::of(k, v, d.1)).collect()

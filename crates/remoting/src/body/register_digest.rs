@@ -5,7 +5,10 @@
 
 use std::ops::Range;
 
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
+
+/// The request digest's hasher: XXH3-64, streamed.
+pub use twox_hash::XxHash3_64 as Xxh3;
 
 use super::difference::Skimmed;
 use super::skim::skim_register_body;
@@ -27,11 +30,11 @@ pub fn digest_fields(
     let text = |h: &mut Xxh3, v: Option<&str>| {
         match v {
             Some(v) => {
-                h.update(&[1]);
-                h.update(&(v.len() as u64).to_le_bytes());
-                h.update(v.as_bytes());
+                h.write(&[1]);
+                h.write(&(v.len() as u64).to_le_bytes());
+                h.write(v.as_bytes());
             }
-            None => h.update(&[0]),
+            None => h.write(&[0]),
         };
     };
     text(&mut hasher, header.cluster_name.as_deref());
@@ -50,7 +53,7 @@ pub fn digest_fields(
         i64::from(request.body.is_some()),
     ];
     for n in numbers {
-        hasher.update(&n.to_le_bytes());
+        hasher.write(&n.to_le_bytes());
     }
     hasher
 }
@@ -58,9 +61,9 @@ pub fn digest_fields(
 /// The request digest over the whole body.
 pub fn digest_whole(fields: &Xxh3, body: &[u8]) -> u64 {
     let mut hasher = fields.clone();
-    hasher.update(&[0]);
-    hasher.update(body);
-    hasher.digest()
+    hasher.write(&[0]);
+    hasher.write(body);
+    hasher.finish()
 }
 
 /// A registration's request digest, for the unchanged-registration shortcut and the stamp
@@ -174,17 +177,17 @@ pub fn digest_around_version(fields: &Xxh3, body: &[u8], frame: VersionFrame) ->
     let middle = body.get(frame.prefix_len..end)?;
     let version = lone_data_version(middle)?;
     let mut hasher = begin_around(fields, frame.prefix_len);
-    hasher.update(&body[..frame.prefix_len]);
-    hasher.update(&body[end..]);
-    Some(Around { digest: hasher.digest(), version, middle: frame.prefix_len..end })
+    hasher.write(&body[..frame.prefix_len]);
+    hasher.write(&body[end..]);
+    Some(Around { digest: hasher.finish(), version, middle: frame.prefix_len..end })
 }
 
 /// The request digest around a version whose value starts at `prefix_len`, before any body
 /// byte.
 fn begin_around(fields: &Xxh3, prefix_len: usize) -> Xxh3 {
     let mut hasher = fields.clone();
-    hasher.update(&[1]);
-    hasher.update(&(prefix_len as u64).to_le_bytes());
+    hasher.write(&[1]);
+    hasher.write(&(prefix_len as u64).to_le_bytes());
     hasher
 }
 
@@ -212,7 +215,7 @@ impl Trailing {
     pub fn new(fields: &Xxh3, body: &[u8], version: Range<usize>) -> Self {
         let before = &body[..version.start];
         let mut hasher = begin_around(fields, before.len());
-        hasher.update(before);
+        hasher.write(before);
         let prefix_crc = crc32fast::hash(before);
         let done = version.end;
         Self { hasher, suffix: crc32fast::Hasher::new(), prefix_crc, version, done }
@@ -227,7 +230,7 @@ impl Trailing {
 
     fn catch_up(&mut self, body: &[u8], to: usize) {
         if let Some(part) = body.get(self.done..to) {
-            self.hasher.update(part);
+            self.hasher.write(part);
             self.suffix.update(part);
             self.done = to;
         }
@@ -245,7 +248,7 @@ impl Trailing {
             prefix_crc: self.prefix_crc,
             suffix_crc: self.suffix.finalize(),
         };
-        let around = Around { digest: self.hasher.digest(), version, middle: self.version };
+        let around = Around { digest: self.hasher.finish(), version, middle: self.version };
         Some((around, frame))
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use hashbrown::hash_table::{Entry, HashTable};
 use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 use super::guide::Shape;
 
@@ -63,7 +63,7 @@ impl TableDigests {
     /// prepare thread's samples under S7's 1 % churn. Neither is keyed (see
     /// [`sort_uniform`]); a digest lives only in this process (a [`DeltaBase`] is not saved).
     pub fn entry(key: &[u8], value: &[u8]) -> (u64, u64) {
-        let key = xxh3_64(key);
+        let key = XxHash3_64::oneshot(key);
         (key, rapidhash_v3_seeded(value, &RapidSecrets::seed_cpp(key)))
     }
 
@@ -294,11 +294,12 @@ mod tests {
     /// else.
     #[test]
     fn a_digest_set_has_exactly_its_digests() {
-        let members: Vec<u64> = (0..300u64).map(|i| xxh3_64(&i.to_le_bytes())).collect();
+        let members: Vec<u64> =
+            (0..300u64).map(|i| XxHash3_64::oneshot(&i.to_le_bytes())).collect();
         let set = DigestSet::of(&members);
         assert_eq!(set.len(), 300);
         assert!(members.iter().all(|&d| set.has(d)));
-        let others = (300..20_000u64).map(|i| xxh3_64(&i.to_le_bytes()));
+        let others = (300..20_000u64).map(|i| XxHash3_64::oneshot(&i.to_le_bytes()));
         assert_eq!(others.filter(|&d| set.has(d)).count(), 0);
         // Low bits alike, the rest not: the bitmap lets them through, the table does not.
         assert!(!set.has(members[0] ^ (1 << 40)));
