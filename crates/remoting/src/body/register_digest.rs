@@ -3,18 +3,17 @@
 //! re-registration that equals the broker's last one (but for the version) without decoding its
 //! body. Equal digests mean equal registrations.
 
-use std::ops::Range;
-
 use std::hash::Hasher as _;
-
-/// The request digest's hasher: XXH3-64, streamed.
-pub use twox_hash::XxHash3_64 as Xxh3;
+use std::ops::Range;
 
 use super::difference::Skimmed;
 use super::skim::skim_register_body;
 use super::{body_crc32, DataVersion, VersionFrame};
 use crate::headers::RegisterBrokerRequestHeader;
 use crate::{version, RemotingCommand};
+
+/// The request digest's hasher: XXH3-64, streamed.
+pub use twox_hash::XxHash3_64 as Xxh3;
 
 /// The digest of everything in a REGISTER_BROKER request that the route tables depend on but
 /// the body: every header field, the zone, the version gates of the body format and the
@@ -192,9 +191,9 @@ fn begin_around(fields: &Xxh3, prefix_len: usize) -> Xxh3 {
 }
 
 /// [`digest_around_version`] and the body's [`VersionFrame`], computed a little behind a walk
-/// of the body (the registration lane's skim), over the bytes it has just read: a pass of
-/// their own read the 2 MB body from memory again, twice (the digest on arrival, the CRC on the
-/// lane), under S7's 1 % churn at 1,000,000 topics (#25).
+/// of the body (the registration lane's skim), over the bytes it has just read. Each was a pass
+/// of its own over the 2 MB body under S7's 1 % churn at 1,000,000 topics (#25): the digest on
+/// the I/O thread that received it, the CRC on the lane thread.
 pub(crate) struct Trailing {
     hasher: Xxh3,
     suffix: crc32fast::Hasher,
