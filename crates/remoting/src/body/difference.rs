@@ -8,11 +8,10 @@
 //! decode or whose `topicName` is not its key — goes the full way.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::Hasher as _;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use std::hash::Hasher as _;
 
 use super::compressed::BodyLimits;
 use super::guide::Shape;

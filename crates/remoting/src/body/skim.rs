@@ -156,7 +156,6 @@ fn skim<'a>(
         return None;
     }
     let Walked { dv, table, entries, digests, trailing } = walked;
-    let around = trailing.and_then(|trailing| trailing.finish(bytes));
     let (dv, table) = (dv?, table?);
     // Guided, the entries skimmed were checked for `$ref` one by one; the rest is checked here.
     let has_ref = |part: &[u8]| memchr::memmem::find(part, b"$ref").is_some();
@@ -169,6 +168,8 @@ fn skim<'a>(
     let (first, second) = if dv.start < table.start { (dv, table) } else { (table, dv) };
     let outside = [&bytes[..first.start], &bytes[first.end..second.start], &bytes[second.end..]];
     let table = table_bytes;
+    // Finished only for a body the skim took.
+    let around = trailing.and_then(|trailing| trailing.finish(bytes));
     Some(TopicTable { data_version, entries, digests, around, outside, table, before, after })
 }
 
