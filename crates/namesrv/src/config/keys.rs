@@ -233,7 +233,8 @@ conf::config_struct! {
     /// Keep a route snapshot for a warm restart (default `true`). When
     /// on, the route tables (clusters, broker groups, live brokers, topic queues, filter
     /// servers, static-topic mappings) are written to `routeSnapshotPath` at most every 5 s
-    /// after they change and once more at graceful shutdown, and restored before the port opens
+    /// after they change (a table whose write takes longer than 250 ms: at most 1/20 of the
+    /// time) and once more at graceful shutdown, and restored before the port opens
     /// at the next start: every broker in it is live again from the start time, so clients get
     /// routes at once, and a broker that does not register again expires by its heartbeat
     /// timeout as usual. A missing snapshot is an empty start; a damaged one is logged and
