@@ -316,6 +316,7 @@ mod tests {
     use remoting::body::{DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper};
 
     use super::*;
+    use crate::route::RegisterBroker;
 
     /// A write longer than a twentieth of the interval spaces the next one out; shorter ones
     /// keep the interval.
@@ -328,7 +329,6 @@ mod tests {
         assert_eq!(pause_after(ms(400)), ms(8_000));
         assert_eq!(pause_after(Duration::MAX), Duration::MAX);
     }
-    use crate::route::RegisterBroker;
 
     fn register(routes: &Routes, broker: &str, topics: &[&str]) {
         let mut wrapper = TopicConfigAndMappingSerializeWrapper {
