@@ -668,3 +668,61 @@ async fn body_crc32_is_checked_on_version_only_re_registrations() {
     assert_eq!(conn.call(with_crc(3, 0)).await.code, 0);
     assert_eq!(conn.call(query(3)).await.ext("changed"), Some("false"));
 }
+
+/// A table large enough for the registration lane (~190 KB), changed a little at a time: each
+/// registration is applied as its difference from the last (the lane's prepare thread skims
+/// it guided by the last body, a run of entries at a time where the bytes are the same), and
+/// the routes are what Java's whole-table registration leaves.
+#[tokio::test]
+async fn a_large_table_changed_a_little_at_a_time_routes_like_the_whole_table() {
+    let server = TestServer::start().await;
+    let mut conn = server.connect().await;
+    let names: Vec<String> = (0..1_000).map(|i| format!("topic-{i:04}")).collect();
+    // Each round: the topics whose perm is not 6, the one left out, the topics added (4 queues).
+    type Round<'a> = (&'a [(usize, i32)], Option<usize>, &'a [&'a str]);
+    let rounds: [Round; 6] = [
+        (&[], None, &[]),
+        // Three topics in three runs changed in place.
+        (&[(3, 2), (500, 2), (999, 2)], None, &[]),
+        // One change undone, another made; one left out, one added at the end.
+        (&[(500, 2), (999, 2), (200, 4)], Some(10), &["zz-added"]),
+        // The same table again.
+        (&[(500, 2), (999, 2), (200, 4)], Some(10), &["zz-added"]),
+        // One added in front (every run after it one entry later), and a change.
+        (&[(500, 2), (999, 2), (200, 4), (7, 2)], Some(10), &["a-front", "zz-added"]),
+        (&[(500, 2), (999, 2), (200, 2), (7, 2)], Some(10), &["a-front", "zz-added"]),
+    ];
+    let perm_of = |(changed, _, _): &Round, i: usize| {
+        changed.iter().find(|(at, _)| *at == i).map_or(6, |(_, perm)| *perm)
+    };
+    let route = |route: Option<remoting::body::TopicRouteData>| {
+        route.map(|route| (route.queue_datas[0].perm, route.queue_datas[0].read_queue_nums))
+    };
+    for (n, round) in rounds.iter().enumerate() {
+        let (_, left_out, added) = round;
+        let topic = |name: &str, perm: i32, queues: i32| TopicConfig {
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm,
+            ..TopicConfig::named(name)
+        };
+        let mut topics: Vec<TopicConfig> = (0..names.len())
+            .filter(|i| Some(*i) != *left_out)
+            .map(|i| topic(&names[i], perm_of(round, i), 8))
+            .collect();
+        topics.extend(added.iter().map(|name| topic(name, 6, 4)));
+        let body = register_body_of(topics, data_version(n as i64 + 1));
+        assert!(body.len() > 64 * 1024, "a body for the lane");
+        assert_eq!(conn.call(master().register_body(body)).await.code, 0, "round {n}");
+        for i in [0, 3, 6, 7, 8, 10, 200, 499, 500, 501, 998, 999] {
+            // A topic left out keeps its queues (Java, without
+            // `deleteTopicWithBrokerRegistration`).
+            let expected = Some((perm_of(round, i), 8));
+            assert_eq!(route(conn.route(&names[i]).await), expected, "round {n}, topic {i}");
+        }
+        for name in ["a-front", "zz-added"] {
+            let expected = added.contains(&name).then_some((6, 4));
+            assert_eq!(route(conn.route(name).await), expected, "round {n}, {name}");
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Time of each part of what the registration lane does with a changed 10,000-topic
 //! REGISTER_BROKER body before applying it as its difference (#25): the skim (in both JSON
 //! forms), the skim with each entry digested as it is skimmed (the prepare thread's way, and
-//! guided by the previous body's shapes), the
+//! guided by the previous body's shapes, and its runs), the
 //! checksum, the whole-body digest, the entries' digests and the difference from the previous
 //! body (1 % of the entries changed):
 //! `cargo run --release -p remoting --example delta_cost`.
@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use remoting::body::guide::Run;
 use remoting::body::skim::{skim_and_digest, skim_topic_table};
 use remoting::body::table_digest::TableDigests;
 use remoting::body::{
@@ -65,14 +66,22 @@ fn main() {
     println!("body {} B, {TOPICS} topics, 1 % changed", new.len());
     time("skim", || skim_topic_table(&new, 500).map_or(0, |t| t.entries.len()));
     time("skim and digests", || {
-        skim_and_digest(&new, 500, &[], &Default::default())
+        skim_and_digest(&new, 500, &[], &[], &Default::default())
             .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
     });
-    let guide = TableDigests::new(&skim_topic_table(&old, 500).unwrap().entries, 1).base;
+    let old_entries = skim_topic_table(&old, 500).unwrap().entries;
+    let guide = TableDigests::new(&old_entries, 1).base;
     time("… guided by the last", || {
-        skim_and_digest(&new, 500, &guide.shapes, &Default::default())
+        skim_and_digest(&new, 500, &guide.shapes, &[], &Default::default())
             .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
     });
+    let runs = Run::all(&old, &old_entries);
+    time("… and its runs", || {
+        skim_and_digest(&new, 500, &guide.shapes, &runs, &Default::default())
+            .map_or(0, |t| TableDigests::of(&t.entries, t.digests, 1).base.entries.len())
+    });
+    let new_entries = skim_topic_table(&new, 500).unwrap().entries;
+    time("runs of a body", || Run::all(&new, &new_entries).len());
     time("crc32", || crc32fast::hash(&new) as usize);
     time("xxh3 of the body", || twox_hash::XxHash3_64::oneshot(&new) as usize);
     let (old, new) = (skim_topic_table(&old, 500).unwrap(), skim_topic_table(&new, 500).unwrap());

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::compressed::BodyLimits;
-use super::guide::Shape;
+use super::guide::{Run, Shape, RUN};
 use super::plain_topic::{plain_text, read_topic_config};
 use super::register_digest::{Around, Xxh3};
 use super::skim::skim_and_digest;
@@ -127,7 +127,8 @@ impl Skimmed {
     ) -> Option<Self> {
         let body = request.body.as_deref()?;
         let shapes = guide.map_or(&[][..], |base| &base.shapes);
-        let mut table = skim_and_digest(body, request.version, shapes, fields)?;
+        let runs = guide.map_or(&[][..], |base| &base.runs);
+        let mut table = skim_and_digest(body, request.version, shapes, runs, fields)?;
         let mut rest = fields.clone();
         rest.write(&[2]);
         for part in table.outside {
@@ -135,8 +136,9 @@ impl Skimmed {
             rest.write(part);
         }
         debug_assert_eq!(table.digests.len(), table.entries.len());
-        let digests =
+        let mut digests =
             TableDigests::of(&table.entries, std::mem::take(&mut table.digests), rest.finish());
+        digests.base.runs = std::mem::take(&mut table.runs).into();
         // Every part is a slice of `body`: its place there.
         let at = |part: &[u8]| {
             let start = part.as_ptr() as usize - body.as_ptr() as usize;
@@ -175,13 +177,14 @@ impl Skimmed {
     pub fn held_bytes(&self) -> usize {
         let per_entry =
             std::mem::size_of::<(Range<usize>, Range<usize>)>() + 3 * 8 + size_of::<Shape>();
+        let runs = self.entries.len() / RUN * size_of::<Run>();
         let decoded = match &self.ahead {
             Some((_, _, Some(changed))) => {
                 changed.len() * std::mem::size_of::<(String, TopicConfig)>()
             }
             _ => 0,
         };
-        self.entries.len() * per_entry + decoded
+        self.entries.len() * per_entry + runs + decoded
     }
 
     /// The number of topic-table entries in the body.

@@ -12,7 +12,7 @@
 
 use wide::u8x16;
 
-use super::guide::{Guide, Shape};
+use super::guide::{Guide, Run, Shape, RUN};
 use super::register_digest::{Around, Trailing, Xxh3};
 use super::table_digest::TableDigests;
 use super::VersionFrame;
@@ -76,6 +76,9 @@ pub struct TopicTable<'a> {
     /// Each entry's [`TableDigests::entry`] digests, in body order, when asked for
     /// ([`skim_and_digest`]; else empty).
     pub digests: Vec<(u64, u64)>,
+    /// The entries in runs ([`Run::all`]'s), when digests were asked for (else empty): a run
+    /// the guide took whole keeps its digest, the others are digested on the way.
+    pub runs: Vec<Run>,
     /// The body digested around its `DataVersion` and its frame, when asked for
     /// ([`skim_and_digest`]) and the version comes before the table, as brokers write it.
     pub around: Option<(Around, VersionFrame)>,
@@ -103,7 +106,8 @@ pub fn skim_topic_table(bytes: &[u8], broker_version: i32) -> Option<TopicTable<
 /// skimmed, while its bytes are in the cache (a pass of their own read the 2 MB body from
 /// memory again), into [`TopicTable::digests`]; guided by the `shapes` of the broker's
 /// previous body ([`Guide`]): an entry that is, by digest, the one a shape describes is not
-/// skimmed at all. Given shapes, the body's plain-text pass is skipped too (the entries taken
+/// skimmed at all, nor digested when it is in a run that is, by digest, one of the previous
+/// body's `runs`. Given shapes, the body's plain-text pass is skipped too (the entries taken
 /// by shape were checked with the body they came from; the others, and the rest, are skimmed
 /// as a body that is not plain). The whole body is digested around its `DataVersion` on the
 /// way too, with `fields` (the request's header digest), into [`TopicTable::around`].
@@ -111,9 +115,10 @@ pub fn skim_and_digest<'a>(
     bytes: &'a [u8],
     broker_version: i32,
     shapes: &[Shape],
+    runs: &[Run],
     fields: &Xxh3,
 ) -> Option<TopicTable<'a>> {
-    skim(bytes, broker_version, Some((Guide::new(shapes), fields)))
+    skim(bytes, broker_version, Some((Guide::new(shapes, runs), fields)))
 }
 
 /// The skim; `digesting`: digest each entry, guided by these shapes, and the body with these
@@ -155,7 +160,7 @@ fn skim<'a>(
     if skip_ws(bytes, end) != bytes.len() {
         return None;
     }
-    let Walked { dv, table, entries, digests, trailing } = walked;
+    let Walked { dv, table, entries, digests, runs, trailing } = walked;
     let (dv, table) = (dv?, table?);
     // Guided, the entries skimmed were checked for `$ref` one by one; the rest is checked here.
     let has_ref = |part: &[u8]| memchr::memmem::find(part, b"$ref").is_some();
@@ -170,7 +175,7 @@ fn skim<'a>(
     let table = table_bytes;
     // Finished only for a body the skim took.
     let around = trailing.and_then(|trailing| trailing.finish(bytes));
-    Some(TopicTable { data_version, entries, digests, around, outside, table, before, after })
+    Some(TopicTable { data_version, entries, digests, runs, around, outside, table, before, after })
 }
 
 /// Room for a body's topic-table entries: a broker's entry is ~190 bytes, so most tables fit
@@ -186,8 +191,24 @@ struct Walked<'a> {
     table: Option<std::ops::Range<usize>>,
     entries: Vec<(&'a [u8], &'a [u8])>,
     digests: Vec<(u64, u64)>,
+    runs: Vec<Run>,
     /// The body digested behind the walk, from the table on (the version found before it).
     trailing: Option<Trailing>,
+}
+
+impl Walked<'_> {
+    /// Adds the runs its entries now fill: the one the guide just `taken` whole (its first
+    /// entry's index, and the run) as it is, when it is one of them; any other digested.
+    fn close_runs(&mut self, body: &[u8], taken: Option<(usize, Run)>) {
+        while (self.runs.len() + 1) * RUN <= self.entries.len() {
+            let first = self.runs.len() * RUN;
+            let run = match taken {
+                Some((at, run)) if at == first => run,
+                _ => Run::of(body, &self.entries[first..first + RUN]),
+            };
+            self.runs.push(run);
+        }
+    }
 }
 
 /// Walks the wrapper object at `at`: each of its two keys at most once, each an object.
@@ -199,8 +220,14 @@ fn walk_wrapper<'a>(
     digesting: &mut Option<Guide<'_>>,
     fields: Option<&Xxh3>,
 ) -> Option<(Walked<'a>, usize)> {
-    let mut walked =
-        Walked { dv: None, table: None, entries: Vec::new(), digests: Vec::new(), trailing: None };
+    let mut walked = Walked {
+        dv: None,
+        table: None,
+        entries: Vec::new(),
+        digests: Vec::new(),
+        runs: Vec::new(),
+        trailing: None,
+    };
     let end = walk_object(bytes, at, plain, |name, value| {
         if (name == DATA_VERSION || name == TOPIC_CONFIG_TABLE) && bytes.get(value) != Some(&b'{') {
             return None;
@@ -245,31 +272,39 @@ fn walk_table<'a>(
         if let Some(trailing) = walked.trailing.as_mut() {
             trailing.follow(bytes, i);
         }
-        let placed = digesting.as_mut().and_then(|guide| guide.place(bytes, i));
-        let end = match placed {
-            Some((key, value, digests, end)) => {
-                walked.entries.push((key, value));
-                walked.digests.push(digests);
-                end
+        let taken_at = walked.entries.len();
+        let run = digesting
+            .as_mut()
+            .and_then(|guide| guide.take_run(bytes, i, &mut walked.entries, &mut walked.digests));
+        // A run of the previous body's, else one of its entries, else the entry skimmed.
+        let end = if let Some((end, _)) = run {
+            end
+        } else if let Some((key, value, digests, end)) =
+            digesting.as_mut().and_then(|guide| guide.place(bytes, i))
+        {
+            walked.entries.push((key, value));
+            walked.digests.push(digests);
+            end
+        } else {
+            let (key, start) = key_at(bytes, i, plain)?;
+            if bytes.get(start) != Some(&b'{') {
+                return None;
             }
-            None => {
-                let (key, start) = key_at(bytes, i, plain)?;
-                if bytes.get(start) != Some(&b'{') {
-                    return None;
-                }
-                let end =
-                    if plain { skip_plain_object(bytes, start) } else { skip_value(bytes, start) }?;
-                let value = &bytes[start..end];
-                if guided && memchr::memmem::find(&bytes[i..end], b"$ref").is_some() {
-                    return None;
-                }
-                if digesting.is_some() {
-                    walked.digests.push(TableDigests::entry(key, value));
-                }
-                walked.entries.push((key, value));
-                end
+            let end =
+                if plain { skip_plain_object(bytes, start) } else { skip_value(bytes, start) }?;
+            let value = &bytes[start..end];
+            if guided && memchr::memmem::find(&bytes[i..end], b"$ref").is_some() {
+                return None;
             }
+            if digesting.is_some() {
+                walked.digests.push(TableDigests::entry(key, value));
+            }
+            walked.entries.push((key, value));
+            end
         };
+        if digesting.is_some() {
+            walked.close_runs(bytes, run.map(|(_, run)| (taken_at, run)));
+        }
         i = skip_ws(bytes, end);
         match bytes.get(i) {
             Some(b',') => i = skip_ws(bytes, i + 1),
@@ -565,16 +600,26 @@ mod tests {
                     (to_standard_json(&full), to_standard_json(&wrapper))
                 };
                 for (bytes, version) in [(&full, 500), (&bare, 36)] {
-                    let table = skim_and_digest(bytes, version, &[], &fields).expect("skimmed");
-                    let (around, frame) = table.around.expect("digested on the way");
+                    let table =
+                        skim_and_digest(bytes, version, &[], &[], &fields).expect("skimmed");
+                    let (around, frame) = table.around.clone().expect("digested on the way");
                     let alone = VersionFrame::new(table.before, table.after);
                     assert_eq!(frame, alone);
                     assert_eq!(Some(around), digest_around_version(&fields, bytes, alone));
+                    // Guided by its own shapes and runs (every entry taken a run at a time but
+                    // the last few): the same digest on the way.
+                    let shapes: Vec<Shape> = (table.entries.iter().zip(&table.digests))
+                        .map(|((key, value), &digests)| Shape::of(key, value, digests))
+                        .collect();
+                    let runs = Run::all(bytes, &table.entries);
+                    assert!(runs.iter().all(|run| run.len > 0), "brokers write runs tight");
+                    let guided = skim_and_digest(bytes, version, &shapes, &runs, &fields);
+                    assert_eq!(guided.as_ref(), Some(&table));
                 }
             }
         }
         let late = br#"{"topicConfigTable":{"A":{"topicName":"A"}},"dataVersion":{"counter":1}}"#;
-        let table = skim_and_digest(late, 36, &[], &fields).expect("skimmed");
+        let table = skim_and_digest(late, 36, &[], &[], &fields).expect("skimmed");
         assert!(table.around.is_none(), "the version after the table");
     }
 

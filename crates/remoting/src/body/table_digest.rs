@@ -11,7 +11,7 @@ use hashbrown::hash_table::{Entry, HashTable};
 use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
 use twox_hash::XxHash3_64;
 
-use super::guide::Shape;
+use super::guide::{Run, Shape};
 
 /// What a fully applied registration leaves for applying the broker's next one as a
 /// difference: digests of the request outside its topic table and `DataVersion` (computed by
@@ -25,6 +25,9 @@ pub struct DeltaBase {
     /// Every entry's shape, in body order: the guide to skimming the next body
     /// ([`super::guide`]).
     pub shapes: Arc<[Shape]>,
+    /// The entries in runs ([`Run::all`]; set by the caller, which has the body): the guide's
+    /// way to take a run of unchanged entries at once.
+    pub runs: Arc<[Run]>,
 }
 
 impl DeltaBase {
@@ -63,8 +66,13 @@ impl TableDigests {
     /// prepare thread's samples under S7's 1 % churn. Neither is keyed (see
     /// [`sort_uniform`]); a digest lives only in this process (a [`DeltaBase`] is not saved).
     pub fn entry(key: &[u8], value: &[u8]) -> (u64, u64) {
-        let key = XxHash3_64::oneshot(key);
+        let key = Self::key(key);
         (key, rapidhash_v3_seeded(value, &RapidSecrets::seed_cpp(key)))
+    }
+
+    /// An entry's key digest ([`TableDigests::entry`]'s first).
+    pub fn key(key: &[u8]) -> u64 {
+        XxHash3_64::oneshot(key)
     }
 
     /// [`TableDigests::new`] of `entries`, whose [`TableDigests::entry`] digests, in body
@@ -72,9 +80,8 @@ impl TableDigests {
     pub fn of(entries: &[(&[u8], &[u8])], digests: Vec<(u64, u64)>, rest_digest: u64) -> Self {
         let sorted = sort_uniform(digests.iter().map(|&(_, entry)| entry).collect());
         let repeated_entry = sorted.windows(2).any(|pair| pair[0] == pair[1]);
-        let shapes =
-            entries.iter().zip(&digests).map(|((k, v), &(_, d))| Shape::of(k, v, d)).collect();
-        let base = DeltaBase { rest_digest, entries: sorted.into(), shapes };
+        let shapes = entries.iter().zip(&digests).map(|((k, v), &d)| Shape::of(k, v, d)).collect();
+        let base = DeltaBase { rest_digest, entries: sorted.into(), shapes, runs: [].into() };
         Self { digests, repeated_entry, base }
     }
 

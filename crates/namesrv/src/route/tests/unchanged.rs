@@ -141,7 +141,12 @@ fn base_of(req: &RegisterBroker) -> crate::route::DeltaBase {
     let mut entries: Vec<u64> =
         req.topic_config.topic_config_table.values().map(base_of_one).collect();
     entries.sort_unstable();
-    crate::route::DeltaBase { rest_digest: 1, entries: entries.into(), shapes: [].into() }
+    crate::route::DeltaBase {
+        rest_digest: 1,
+        entries: entries.into(),
+        shapes: [].into(),
+        runs: [].into(),
+    }
 }
 
 /// A registration that changed one topic of three, with a new DataVersion, is applied as that
@@ -353,6 +358,7 @@ mod equivalence {
                                 rest_digest: b as u64,
                                 entries: entries.into(),
                                 shapes: [].into(),
+                                runs: [].into(),
                             });
                         let mut full = table.clone();
                         full.register_owned(req.clone(), NOW, false).ok();
