@@ -36,8 +36,8 @@ pub struct Shape {
     pub value_len: u32,
     /// Its entry digest ([`TableDigests::entry`]'s second).
     pub digest: u64,
-    /// Its key digest ([`TableDigests::entry`]'s first), for an entry taken in a run (hashing
-    /// each key again was a sixth of a guided skim that took runs).
+    /// Its key digest ([`TableDigests::entry`]'s first), so that an entry taken in a run needs
+    /// no digest of its own.
     pub key_digest: u64,
 }
 

@@ -66,13 +66,8 @@ impl TableDigests {
     /// prepare thread's samples under S7's 1 % churn. Neither is keyed (see
     /// [`sort_uniform`]); a digest lives only in this process (a [`DeltaBase`] is not saved).
     pub fn entry(key: &[u8], value: &[u8]) -> (u64, u64) {
-        let key = Self::key(key);
+        let key = XxHash3_64::oneshot(key);
         (key, rapidhash_v3_seeded(value, &RapidSecrets::seed_cpp(key)))
-    }
-
-    /// An entry's key digest ([`TableDigests::entry`]'s first).
-    pub fn key(key: &[u8]) -> u64 {
-        XxHash3_64::oneshot(key)
     }
 
     /// [`TableDigests::new`] of `entries`, whose [`TableDigests::entry`] digests, in body
