@@ -11,6 +11,7 @@ pub mod ceiling;
 pub mod chart;
 pub mod churn;
 pub mod cpu;
+pub mod crc_patch;
 pub mod crowd;
 pub mod fault;
 pub mod load;

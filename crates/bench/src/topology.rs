@@ -207,13 +207,18 @@ impl RegistrationBody {
         if !(holds && self.rewrite_version(&dv, &mut buf)) {
             self.write_with(&dv, &mut buf);
         }
+        (buf.freeze(), self.body_crc32(&dv, &self.suffix_crc))
+    }
+
+    /// The `bodyCrc32` of this body's prefix, the version `dv` and a suffix whose CRC is
+    /// `suffix` (this body's, or one patched from it), combined from the parts' CRCs.
+    pub(crate) fn body_crc32(&self, dv: &[u8], suffix: &crc32fast::Hasher) -> i32 {
         let mut crc = self.prefix_crc.clone();
         let mut middle = crc32fast::Hasher::new();
-        middle.update(&dv);
+        middle.update(dv);
         crc.combine(&middle);
-        crc.combine(&self.suffix_crc);
-        let masked = i32::try_from(crc.finalize() & 0x7FFF_FFFF).unwrap_or(0);
-        (buf.freeze(), masked)
+        crc.combine(suffix);
+        i32::try_from(crc.finalize() & 0x7FFF_FFFF).unwrap_or(0)
     }
 
     /// Writes the body with the version `dv` into `buf`, cleared first.

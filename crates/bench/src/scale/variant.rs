@@ -4,20 +4,25 @@
 //! name is gone from the body, a new one is added). The body of registration k is the base body
 //! with every topic whose window was toggled an odd number of times patched in place: a queue
 //! count is one digit either way and a renamed topic keeps its length, so the patched body is
-//! the base's length, built with one copy and a few thousand byte writes (offsets found once),
-//! plus one CRC pass (the body's bytes change, so the precomputed CRCs do not apply).
+//! the base's length, built with one copy and a few thousand byte writes (offsets found once).
+//! A body written over the previous registration's has its CRC patched too ([`CrcPatch`]): the
+//! CRC pass over the 2 MB body was the generator's largest cost of this churn (#25).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use remoting::body::{self, DataVersion};
 
+use crate::crc_patch::{self, CrcPatch};
 use crate::topology::{RegistrationBody, Table};
 
 /// The percentage of a table that changes with each registration.
 const CHANGE_PERCENT: usize = 1;
 /// Windows: registration k toggles window (k − 1) mod WINDOWS.
 const WINDOWS: usize = 100 / CHANGE_PERCENT;
+/// The suffix CRCs of this many recent registrations are kept (the brokers sharing a table
+/// are a few registrations apart).
+const KEPT_CRCS: usize = 16;
 
 /// Where one topic sits in the body's suffix (after the DataVersion).
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +33,9 @@ struct Spot {
     /// The queue-count digits.
     read_digit: usize,
     write_digit: usize,
+    /// [`crc_patch::zeros`] of the bytes after each digit.
+    read_factor: u32,
+    write_factor: u32,
 }
 
 /// A broker table whose registrations each change 1 % of its topics.
@@ -40,6 +48,9 @@ pub struct ChangingBody {
     renamed: Vec<Box<[u8]>>,
     /// Topics of a window renamed rather than given another queue count.
     renames_per_window: usize,
+    /// The CRC of the suffix (the body after its version) of recent registrations, by `k % `
+    /// [`KEPT_CRCS`]: a body written over registration j's is patched from j's.
+    suffix_crcs: Mutex<[(u64, u32); KEPT_CRCS]>,
 }
 
 impl ChangingBody {
@@ -68,11 +79,16 @@ impl ChangingBody {
                     .map(|p| at + p + needle.len())
                     .ok_or_else(|| anyhow::anyhow!("{needle} not found for topic {i}"))
             };
+            let (read_digit, write_digit) =
+                (field("\"readQueueNums\":")?, field("\"writeQueueNums\":")?);
+            let after = |at: usize| crc_patch::zeros(suffix.len() - at - 1);
             let spot = Spot {
                 key_name: at + 1,
                 field_name: field("\"topicName\":\"")?,
-                read_digit: field("\"readQueueNums\":")?,
-                write_digit: field("\"writeQueueNums\":")?,
+                read_digit,
+                write_digit,
+                read_factor: after(read_digit),
+                write_factor: after(write_digit),
             };
             anyhow::ensure!(
                 suffix[spot.read_digit] == b'8'
@@ -99,6 +115,7 @@ impl ChangingBody {
             spots: spots.into_iter().map(|s| s.expect("every topic was placed")).collect(),
             renamed,
             renames_per_window: (window * 3).div_ceil(100),
+            suffix_crcs: Mutex::new([(u64::MAX, 0); KEPT_CRCS]),
         })
     }
 
@@ -130,7 +147,7 @@ impl ChangingBody {
     /// The body of registration `k` with `version`, written into `buf`, and its `bodyCrc32`.
     /// With `holds` (`Some(j)`: `buf` holds registration `j`'s body as written here, with a
     /// version of the same length), only the version and the topics whose state differs
-    /// between `j` and `k` are written.
+    /// between `j` and `k` are written, and the CRC is patched from `j`'s.
     pub fn with_version_in(
         &self,
         version: &DataVersion,
@@ -145,31 +162,54 @@ impl ChangingBody {
         }
         let at = self.base.prefix().len() + dv.len();
         let out = &mut buf[at..];
+        let mut patch = held.and_then(|j| self.suffix_crc(j)).map(CrcPatch::new);
         for i in 0..self.spots.len() {
             let toggled = Self::toggled(i, k);
             // A fresh body is the base: only the toggled topics differ from it.
             if held.map_or(toggled, |j| Self::toggled(i, j) != toggled) {
-                self.write_topic(out, i, toggled);
+                self.write_topic(out, i, toggled, patch.as_mut());
             }
         }
-        let crc = crc32fast::hash(&buf);
-        (buf.freeze(), i32::try_from(crc & 0x7FFF_FFFF).unwrap_or(0))
+        let suffix = patch.map_or_else(|| crc32fast::hash(out), |p| p.crc());
+        self.suffix_crcs.lock().expect("suffix CRCs")[k as usize % KEPT_CRCS] = (k, suffix);
+        let suffix = crc32fast::Hasher::new_with_initial_len(suffix, out.len() as u64);
+        let crc = self.base.body_crc32(&dv, &suffix);
+        (buf.freeze(), crc)
+    }
+
+    /// The CRC of registration `j`'s suffix, if it is still kept.
+    fn suffix_crc(&self, j: u64) -> Option<u32> {
+        let kept = self.suffix_crcs.lock().expect("suffix CRCs")[j as usize % KEPT_CRCS];
+        (kept.0 == j).then_some(kept.1)
     }
 
     /// Writes topic `i` into `out` (the body after its version) in its changed state or, when
-    /// not `toggled`, in the base's.
-    fn write_topic(&self, out: &mut [u8], i: usize, toggled: bool) {
+    /// not `toggled`, in the base's; with `patch`, `out`'s CRC follows.
+    fn write_topic(
+        &self,
+        out: &mut [u8],
+        i: usize,
+        toggled: bool,
+        mut patch: Option<&mut CrcPatch>,
+    ) {
         let spot = self.spots[i];
+        let mut put = |out: &mut [u8], at: usize, new: &[u8], factor: Option<u32>| {
+            let end = at + new.len();
+            if let Some(patch) = patch.as_deref_mut() {
+                let factor = factor.unwrap_or_else(|| crc_patch::zeros(out.len() - end));
+                patch.write_before(&out[at..end], new, factor);
+            }
+            out[at..end].copy_from_slice(new);
+        };
         if self.renamed(i) {
             let base = &self.base.suffix()[spot.key_name..spot.key_name + self.renamed[i].len()];
             let name = if toggled { &self.renamed[i][..] } else { base };
-            let len = name.len();
-            out[spot.field_name..spot.field_name + len].copy_from_slice(name);
-            out[spot.key_name..spot.key_name + len].copy_from_slice(name);
+            put(out, spot.field_name, name, None);
+            put(out, spot.key_name, name, None);
         } else {
-            let digit = if toggled { b'4' } else { b'8' };
-            out[spot.read_digit] = digit;
-            out[spot.write_digit] = digit;
+            let digit = if toggled { b"4" } else { b"8" };
+            put(out, spot.read_digit, digit, Some(spot.read_factor));
+            put(out, spot.write_digit, digit, Some(spot.write_factor));
         }
     }
 }
@@ -234,9 +274,9 @@ mod tests {
     }
 
     /// A body written over the one it follows is the body written afresh, whatever the step
-    /// between them: only the version and the topics whose state changed between the two are
-    /// written (a mark left in the buffer's last byte stays), unless the version's length
-    /// changed (then it is written whole).
+    /// between them, and so is its CRC: only the version and the topics whose state changed
+    /// between the two are written (a mark left in the buffer's last byte stays), unless the
+    /// version's length changed (then it is written whole).
     #[test]
     fn a_body_written_over_the_last_one_is_the_body_written_afresh() {
         let topics = random_names(6, 2_000, "t");
@@ -251,7 +291,8 @@ mod tests {
             let last = buf.len() - 1;
             buf[last] = b' ';
             let (over, crc) = table.with_version_in(&v(counter), k, buf, Some(j));
-            assert_eq!(crc, body::body_crc32(&over));
+            // The CRC is the body's as written afresh (patched from j's, the mark unseen).
+            assert_eq!(crc, body::body_crc32(&fresh), "registration {k} over {j}");
             let whole = counter == 9 || counter == 16;
             let end = if whole { over.len() } else { last };
             assert_eq!(over[..end], fresh[..end], "registration {k} over {j}");
