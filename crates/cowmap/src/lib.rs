@@ -18,7 +18,10 @@
 //! half the lane's samples, and the reaper dropped as many. With 64, over 10 s of that
 //! churn (two runs alternated): lane 0.92–0.98 against 1.16–1.18 CPU-s, reaper 0.41–0.43
 //! against 0.65–0.67, reads 275–302k against 257–268k/s. A snapshot's clone counts 1,024
-//! nodes instead of 256, once per publication.
+//! nodes instead of 256, once per publication. 2,048 of 32 (tried for #25): the 1 % churn's
+//! writes and drops ~20 % cheaper in `examples/churn.rs`, S7's churn no different within this
+//! machine's noise, S2's registrations slower in every paired round (p99 1.38×) and its reads
+//! 0.90× (`bench/results/paired-25-fanout/`).
 //!
 //! Why the leaves per middle node grow with it (#23's paired S1 rounds): a fixed 65,536 leaves
 //! left a 40,000-topic table with one key per leaf, spread over 65,536 small allocations, and a
