@@ -206,6 +206,10 @@ struct ScaleArgs {
     /// Longest pause between two registrations of a broker during the churns.
     #[arg(long)]
     churn_ms: Option<u64>,
+    /// Rounds of each churn (calm reads, then the churn's; the median round is judged) at the
+    /// point with the most topics.
+    #[arg(long)]
+    churn_rounds: Option<usize>,
     #[arg(long)]
     probe_topics: Option<usize>,
     #[arg(long)]
@@ -234,6 +238,7 @@ impl ScaleArgs {
             warmup_ms,
             measure_ms,
             churn_ms,
+            churn_rounds,
             probe_topics,
             probe_reps,
             seed,

@@ -13,13 +13,16 @@ use tokio::time::Instant;
 
 use super::variant::ChangingBody;
 use super::watch::SnapshotWatch;
-use super::{thousands, Churn, Point, PointReport, Probe, ScaleServer, ScaleSizes, Snapshot};
+use super::{
+    thousands, Axis, Churn, ChurnRound, Point, PointReport, Probe, ScaleServer, ScaleSizes,
+    Snapshot,
+};
 use crate::cpu::{self, CpuMeter};
 use crate::load::{Fleet, Readers};
 use crate::phase::{line, ms, read_phase, ReadMode};
 use crate::raw;
 use crate::server::{Kind, RssSampler, Server, Spec};
-use crate::stats::Recorder;
+use crate::stats::{Recorder, Summary};
 use crate::topology::{
     broker_identity, random_names, Registrar, RegistrationBody, Table, Topology,
 };
@@ -256,32 +259,90 @@ impl<'a> World<'a> {
         Ok(())
     }
 
-    /// The DataVersion-only churn, then the 1 % change churn.
+    /// The DataVersion-only churn, then the 1 % change churn, each in [`World::rounds`]
+    /// rounds of calm reads and the churn's.
     async fn churns(
         &self,
         server: &mut Server,
         fleet: &Fleet,
         s: &mut ScaleServer,
     ) -> anyhow::Result<()> {
-        let (kind, pid, seed) = (server.kind, server.pid, self.sizes.seed);
-        let (cpu, churn) = self
-            .measured(pid, "churn, DataVersion only", self.churn(server, fleet, seed ^ 0xC1))
-            .await;
-        s.cpu.push(cpu);
-        s.churn_version = Some(churn?);
+        let (kind, seed) = (server.kind, self.sizes.seed);
+        // The first round's calm reads are the point's, measured just before.
+        let calm = s.calm.clone().unwrap_or_default();
+        let churn = self.rounds_of(server, fleet, s, ("DataVersion only", seed ^ 0xC1), Some(calm));
+        s.churn_version = Some(churn.await?);
         self.say_churn(kind, "DataVersion-only churn", s.churn_version.as_ref());
         fleet
             .set_tables(|j| {
                 self.changing[j / self.point.shape.brokers_per_cluster].clone() as Arc<dyn Table>
             })
             .await;
-        let (cpu, churn) =
-            self.measured(pid, "churn, 1 % changed", self.churn(server, fleet, seed ^ 0xC2)).await;
-        s.cpu.push(cpu);
-        s.churn_change = Some(churn?);
+        let churn = self.rounds_of(server, fleet, s, ("1 % changed", seed ^ 0xC2), None);
+        s.churn_change = Some(churn.await?);
         self.say_churn(kind, "real-change churn", s.churn_change.as_ref());
         anyhow::ensure!(server.alive(), "the server died:\n{}", server.log_tail());
         Ok(())
+    }
+
+    /// Rounds of each churn here: [`ScaleSizes::churn_rounds`] at the point where the targets
+    /// are judged (the most topics), else one.
+    fn rounds(&self) -> usize {
+        let judged = self.sizes.points.iter().filter(|p| p.axis == Axis::Topics);
+        let top = judged.max_by_key(|p| p.topics()).map(|p| p.name.as_str());
+        if top == Some(self.point.name.as_str()) {
+            self.sizes.churn_rounds.max(1)
+        } else {
+            1
+        }
+    }
+
+    /// A churn (`what`, and the seed of its pauses) in rounds: calm reads (`first_calm` for the
+    /// first round when given), then the churn's reads and registrations.
+    async fn rounds_of(
+        &self,
+        server: &Server,
+        fleet: &Fleet,
+        s: &mut ScaleServer,
+        (what, seed): (&str, u64),
+        mut first_calm: Option<Summary>,
+    ) -> anyhow::Result<Churn> {
+        let (kind, pid) = (server.kind, server.pid);
+        let (mut rounds, mut rss_peak_kib) = (Vec::new(), 0);
+        for r in 0..self.rounds() {
+            let calm = match first_calm.take() {
+                Some(calm) => calm,
+                None => {
+                    let reads = self.reads(&server.addr, self.sizes.seed);
+                    let (cpu, calm) =
+                        self.measured(pid, &format!("calm reads, {what}"), reads).await;
+                    s.cpu.push(cpu);
+                    let (rec, elapsed) = calm?;
+                    rec.summary(elapsed)
+                }
+            };
+            let phase = format!("churn, {what}");
+            let churn = self.churn(server, fleet, seed ^ ((r as u64) << 16));
+            let (cpu, churn) = self.measured(pid, &phase, churn).await;
+            s.cpu.push(cpu);
+            let (reads, registrations, rss) = churn?;
+            rss_peak_kib = rss_peak_kib.max(rss);
+            let round = ChurnRound { calm, reads, registrations };
+            if self.rounds() > 1 {
+                let ratio = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}×"));
+                self.say(
+                    kind,
+                    &format!(
+                        "{what}, round {}: reads {} calm, read p99 {} calm",
+                        r + 1,
+                        ratio(round.qps_ratio()),
+                        ratio(round.p99_ratio())
+                    ),
+                );
+            }
+            rounds.push(round);
+        }
+        Ok(Churn::of_rounds(rounds, rss_peak_kib))
     }
 
     fn say_churn(&self, kind: Kind, what: &str, c: Option<&Churn>) {
@@ -360,8 +421,14 @@ impl<'a> World<'a> {
         Ok(probe)
     }
 
-    /// Readers while every broker re-registers after a random 0–`churn_ms` pause.
-    async fn churn(&self, server: &Server, fleet: &Fleet, seed: u64) -> anyhow::Result<Churn> {
+    /// Readers while every broker re-registers after a random 0–`churn_ms` pause: the reads,
+    /// the registrations and the peak RSS.
+    async fn churn(
+        &self,
+        server: &Server,
+        fleet: &Fleet,
+        seed: u64,
+    ) -> anyhow::Result<(Summary, Summary, u64)> {
         raw::probe(&server.addr, &self.topology.topics[0], None).await?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let measure_from = Instant::now() + self.readers.warmup;
@@ -372,11 +439,7 @@ impl<'a> World<'a> {
         stop_tx.send_replace(true);
         let regs = churn.await?;
         let (reads, elapsed) = result?;
-        Ok(Churn {
-            reads: reads.summary(elapsed),
-            registrations: regs.summary(elapsed),
-            rss_peak_kib: sampler.max_kib(),
-        })
+        Ok((reads.summary(elapsed), regs.summary(elapsed), sampler.max_kib()))
     }
 
     /// Ours: the snapshot once the writer has caught up with the last change, then a kill and
