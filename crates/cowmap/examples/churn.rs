@@ -8,39 +8,26 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// A topic's entry as the route table keeps it: its name inline, a shared list of queues.
-struct Entry {
-    key: cowmap::InlineKey,
-    _queues: Arc<[u64]>,
-    _more: [u64; 4],
-}
-
-impl cowmap::Keyed for Entry {
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-}
+#[path = "shared/entry.rs"]
+mod entry;
+use entry::Entry;
 
 const KEYS: usize = 1_000_000;
 const REGISTRATIONS: usize = 2_000;
 const CHANGED: usize = 100;
 
-fn entry(i: usize, list: &Arc<[u64]>) -> Arc<Entry> {
-    let key = cowmap::InlineKey::new(&format!("bench-c{}-topic-{:05}", i / 10_000, i % 10_000));
-    Arc::new(Entry { key, _queues: list.clone(), _more: [0; 4] })
+fn topic(i: usize, list: &Arc<[u64]>) -> Arc<Entry> {
+    Entry::new(&format!("bench-c{}-topic-{:05}", i / 10_000, i % 10_000), list)
 }
 
 fn run(rng: &mut fastrand::Rng) -> (Duration, Duration) {
     let list: Arc<[u64]> = Arc::from(vec![1u64, 2, 3]);
     let mut next = cowmap::CowMap::default();
-    next.insert_many((0..KEYS).map(|i| entry(i, &list)).collect());
+    next.insert_many((0..KEYS).map(|i| topic(i, &list)).collect());
     let mut current = Arc::new(next.clone());
     let (mut writes, mut drops) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..REGISTRATIONS {
-        let changed: Vec<_> = (0..CHANGED).map(|_| entry(rng.usize(..KEYS), &list)).collect();
+        let changed: Vec<_> = (0..CHANGED).map(|_| topic(rng.usize(..KEYS), &list)).collect();
         let t = Instant::now();
         for e in changed {
             next.insert(e);

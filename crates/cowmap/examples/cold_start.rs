@@ -9,21 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// A topic's entry as the route table keeps it: its name inline, a shared list of queues.
-struct Entry {
-    key: cowmap::InlineKey,
-    _queues: Arc<[u64]>,
-    _more: [u64; 4],
-}
-
-impl cowmap::Keyed for Entry {
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-}
+#[path = "shared/entry.rs"]
+mod entry;
+use entry::Entry;
 
 const REGISTRATIONS: usize = 100;
 const KEYS: usize = 10_000;
@@ -34,12 +22,8 @@ fn run(batch: usize) -> (Duration, Duration) {
     let mut next = (*current).clone();
     let (mut writes, mut drops) = (Duration::ZERO, Duration::ZERO);
     for r in 0..REGISTRATIONS {
-        let entries: Vec<_> = (0..KEYS)
-            .map(|i| {
-                let key = cowmap::InlineKey::new(&format!("bench-c{r}-topic-{i:05}"));
-                Arc::new(Entry { key, _queues: list.clone(), _more: [0; 4] })
-            })
-            .collect();
+        let entries: Vec<_> =
+            (0..KEYS).map(|i| Entry::new(&format!("bench-c{r}-topic-{i:05}"), &list)).collect();
         let t = Instant::now();
         for e in entries {
             next.insert(e);
