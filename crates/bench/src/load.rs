@@ -384,6 +384,14 @@ impl Fleet {
                     _ = stop.wait_for(|s| *s) => return,
                 }
                 for (b, at) in brokers.iter().zip(due.iter_mut()) {
+                    // A round's registrations can take seconds (Java's under load): a measured
+                    // phase that starts, or the end, stops it between two brokers.
+                    if *stop.borrow() {
+                        return;
+                    }
+                    if *pause.borrow() {
+                        break;
+                    }
                     if Instant::now() < *at {
                         continue;
                     }
