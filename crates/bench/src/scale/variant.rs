@@ -197,7 +197,7 @@ impl ChangingBody {
             let end = at + new.len();
             if let Some(patch) = patch.as_deref_mut() {
                 let factor = factor.unwrap_or_else(|| crc_patch::zeros(out.len() - end));
-                patch.write_before(&out[at..end], new, factor);
+                patch.write(&out[at..end], new, factor);
             }
             out[at..end].copy_from_slice(new);
         };
