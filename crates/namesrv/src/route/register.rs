@@ -10,7 +10,7 @@ use remoting::body::{
 };
 use tracing::{info, warn};
 
-use super::table::{Group, Live, QueueSpec, Registration, RouteTable, UnchangedStamp};
+use super::table::{Group, Live, Put, QueueSpec, Registration, RouteTable, UnchangedStamp};
 use super::{
     MinBrokerIdChange, RegisterBroker, RegisterError, RegisterOutcome, UnchangedRegistration,
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
@@ -204,7 +204,7 @@ impl RouteTable {
     ) {
         let gone: Vec<String> = self
             .topics
-            .iter()
+            .iter_buckets(self.buckets.of([&**name]))
             .filter(|(topic, entry)| {
                 entry.queue(name).is_some() && !wrapper.topic_config_table.contains_key(*topic)
             })
@@ -233,7 +233,7 @@ impl RouteTable {
     ) {
         let topics = wrapper.named_topics();
         let hashes: Vec<u64> = topics.iter().map(|(topic, _)| self.topics.hash_of(topic)).collect();
-        let mut bump = false;
+        let (mut bump, mut added) = (false, Vec::new());
         for (i, &(topic, tc)) in topics.iter().enumerate() {
             self.topics.fetch_ahead(&hashes, i);
             let hash = hashes[i];
@@ -242,9 +242,17 @@ impl RouteTable {
             if put {
                 let perm = if wipe_write { tc.perm & !perm::WRITE } else { tc.perm };
                 let spec = QueueSpec::from_topic_config(tc, perm);
-                bump |= self.set_queue(topic, hash, name, spec);
+                match self.set_queue(topic, hash, name, spec) {
+                    Put::Same => {}
+                    Put::Changed => bump = true,
+                    Put::Added => {
+                        bump = true;
+                        added.push(hash);
+                    }
+                }
             }
         }
+        self.buckets.mark(name, added);
         if bump {
             self.bump_queues(name);
         }

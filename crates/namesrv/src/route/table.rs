@@ -201,6 +201,9 @@ pub(super) type ByAddr<V> = cowmap::ByPair<V>;
 pub struct RouteTable {
     /// Java `topicQueueTable`.
     pub(super) topics: CowMap<Arc<TopicEntry>>,
+    /// Per broker name, the buckets of `topics` where it may have queues: every topic with
+    /// one of its queues is in one (marked where a queue is added, rebuilt on restore).
+    pub(super) buckets: cowmap::Buckets,
     /// Java `brokerAddrTable`.
     pub(super) groups: imbl::OrdMap<Arc<str>, Arc<Group>>,
     /// Java `clusterAddrTable`.
@@ -371,6 +374,11 @@ impl RouteTable {
         self.topics_gen += 1;
         for name in &changed_queues(old, new.as_ref()) {
             self.bump_queues(name);
+            if new.as_ref().is_some_and(|e| e.queue(name).is_some())
+                && old.is_none_or(|e| e.queue(name).is_none())
+            {
+                self.buckets.mark(name, [self.topics.hash_of(key)]);
+            }
         }
         match new {
             Some(entry) => self.topics.insert(Arc::new(entry)).map(drop),
@@ -387,14 +395,19 @@ impl RouteTable {
     /// Sets `broker`'s queue of `topic`, creating the topic; identical content is a no-op.
     /// Java: `RouteInfoManager#createAndUpdateQueueData`
     pub(super) fn put_queue(&mut self, topic: &str, broker: &Arc<str>, spec: QueueSpec) {
-        if self.set_queue(topic, self.topics.hash_of(topic), broker, spec) {
+        let hash = self.topics.hash_of(topic);
+        let put = self.set_queue(topic, hash, broker, spec);
+        if put == Put::Added {
+            self.buckets.mark(broker, [hash]);
+        }
+        if put != Put::Same {
             self.bump_queues(broker);
         }
     }
 
-    /// [`RouteTable::put_queue`] but for the bump of `broker`'s queue generation, left to the
-    /// caller (once for a registration's puts), with the topic's hash given: whether the
-    /// entry changed. An entry no
+    /// [`RouteTable::put_queue`] but for the bump of `broker`'s queue generation and the mark
+    /// of its bucket, left to the caller (once for a registration's puts), with the topic's
+    /// hash given: what the put did. An entry no
     /// snapshot holds (made earlier in this batch: a cluster's brokers register together) is
     /// changed in place (#25).
     pub(super) fn set_queue(
@@ -403,11 +416,13 @@ impl RouteTable {
         hash: u64,
         broker: &Arc<str>,
         spec: QueueSpec,
-    ) -> bool {
+    ) -> Put {
         let found = self.topics.get_hashed(hash, topic).map(|entry| &entry.queues);
-        if found.is_some_and(|list| list_queue(list, broker) == Some(&spec)) {
-            return false;
+        let had = found.and_then(|list| list_queue(list, broker));
+        if had == Some(&spec) {
+            return Put::Same;
         }
+        let put = if had.is_some() { Put::Changed } else { Put::Added };
         let from = found.cloned();
         let queues = self.last_list.with(&self.lists, from, broker, spec);
         self.topics_gen += 1;
@@ -420,13 +435,34 @@ impl RouteTable {
                 drop(self.topics.insert_hashed(hash, Arc::new(TopicEntry::of_list(topic, queues))))
             }
         }
-        true
+        put
+    }
+
+    /// Marks every topic's bucket for each broker with a queue in it (a table restored from a
+    /// v1 file, built topic by topic): the hashes gathered per shared list, then marked for
+    /// each broker of the list.
+    pub(super) fn mark_buckets(&mut self) {
+        let mut by_list: foldhash::HashMap<*const (), (QueueList, Vec<u64>)> =
+            foldhash::HashMap::default();
+        for (topic, entry) in self.topics.iter() {
+            let list = &entry.queues;
+            let at = by_list
+                .entry(Arc::as_ptr(list).cast())
+                .or_insert_with(|| (list.clone(), Vec::new()));
+            at.1.push(self.topics.hash_of(topic));
+        }
+        for (list, hashes) in by_list.into_values() {
+            for (name, _) in list.iter() {
+                self.buckets.mark(name, hashes.iter().copied());
+            }
+        }
     }
 
     /// Removes `remove`'s queues from every topic and applies `perm_and` to the queues of
-    /// `wipe` brokers; topics left without queues disappear. Scans without copying, then writes
-    /// only the topics that change. Each list is rewritten once, however many topics share it
-    /// (a cluster's topics share one): the scan itself reads a pointer per topic.
+    /// `wipe` brokers; topics left without queues disappear. Scans the leaves of their buckets
+    /// without copying, then writes only the topics that change. Each list is rewritten once,
+    /// however many topics share it (a cluster's topics share one): the scan itself reads a
+    /// pointer per topic.
     pub(super) fn rewrite_topics(
         &mut self,
         remove: &BTreeSet<&str>,
@@ -440,7 +476,8 @@ impl RouteTable {
         let mut rewritten: foldhash::HashMap<*const (), Option<Option<QueueList>>> =
             foldhash::HashMap::default();
         let mut changes = Vec::new();
-        for (topic, entry) in self.topics.iter() {
+        let owners = remove.iter().chain(wipe).copied();
+        for (topic, entry) in self.topics.iter_buckets(self.buckets.of(owners)) {
             let list = &entry.queues;
             let rewrite = rewritten
                 .entry(Arc::as_ptr(list).cast())
@@ -453,7 +490,19 @@ impl RouteTable {
             let entry = list.map(|list| TopicEntry::of_list(&topic, list));
             self.set_topic(&topic, entry);
         }
+        for name in remove {
+            self.buckets.forget(name); // none of its queues is left
+        }
     }
+}
+
+/// What a put did to a topic's queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Put {
+    Same,
+    Changed,
+    /// The broker had no queue in the topic.
+    Added,
 }
 
 /// `list` without `remove`'s queues and with `perm_and` applied to `wipe`'s, shared through

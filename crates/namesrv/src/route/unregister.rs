@@ -175,8 +175,9 @@ impl RouteTable {
         self.operate_write_perm(broker_name, |_| perm::READ | perm::WRITE)
     }
 
-    /// Java: `RouteInfoManager#operateWritePermOfBroker`. Each shared list is looked at, and
-    /// rewritten, once however many topics share it (see [`RouteTable::rewrite_topics`]).
+    /// Java: `RouteInfoManager#operateWritePermOfBroker`. Reads the topics of the broker's
+    /// buckets; each shared list is looked at, and rewritten, once however many topics share
+    /// it (see [`RouteTable::rewrite_topics`]).
     fn operate_write_perm(&mut self, broker_name: &str, op: impl Fn(i32) -> i32) -> i32 {
         // Per list: whether it has the broker's queue, and the list with its new perm (when
         // that changes it).
@@ -184,7 +185,7 @@ impl RouteTable {
             foldhash::HashMap::default();
         let mut count: i32 = 0;
         let mut changes = Vec::new();
-        for (topic, entry) in self.topics.iter() {
+        for (topic, entry) in self.topics.iter_buckets(self.buckets.of([broker_name])) {
             let list = &entry.queues;
             let (has, new) = rewritten.entry(Arc::as_ptr(list).cast()).or_insert_with(|| {
                 let Some((broker, spec)) = list.iter().find(|(b, _)| &**b == broker_name) else {

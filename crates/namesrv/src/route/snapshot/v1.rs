@@ -112,5 +112,6 @@ fn restore(payload: Payload, now_ms: u64) -> (RouteTable, u64) {
     for (topic, by_broker) in payload.mappings {
         table.mappings.insert((Arc::from(topic), Arc::new(by_broker)));
     }
+    table.mark_buckets();
     (table, written_at_ms)
 }

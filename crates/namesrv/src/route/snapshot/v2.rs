@@ -385,29 +385,39 @@ fn read_list(r: &mut Reader<'_>, strings: &mut Sids) -> Result<Vec<(Arc<str>, Qu
 
 /// The topics, to the end of the payload: parsed first, then put into the topic map leaf by
 /// leaf (`CowMap::insert_many`: one random walk of the map per topic made the restore 2–3×
-/// slower at 1,000,000 topics).
+/// slower at 1,000,000 topics), and their buckets marked per list for its brokers (each key
+/// hashed once for both).
 fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) -> Result<()> {
-    // One entry per list, each topic's entry a copy of it (sharing the list).
-    let mut lists: Vec<TopicEntry> = Vec::new();
+    // One entry per list, each topic's entry a copy of it (sharing the list), and the hashes
+    // of the topics that have it.
+    let mut lists: Vec<(TopicEntry, Vec<u64>)> = Vec::new();
     let mut topics = Vec::new();
     while !r.at_end() {
         let topic = r.str()?;
         let list = match r.index()? {
             0 => {
                 let list = read_list(r, &mut strings)?;
-                lists.push(TopicEntry::new("", list, &table.lists));
+                lists.push((TopicEntry::new("", list, &table.lists), Vec::new()));
                 lists.len() - 1
             }
             k if k <= lists.len() => k - 1,
             _ => return Err(r.malformed("a queue list index out of the dictionary").into()),
         };
-        if lists[list].queues.is_empty() {
+        let (entry, hashes) = &mut lists[list];
+        if entry.queues.is_empty() {
             continue; // no queue, no topic (as v1)
         }
-        topics.push(Arc::new(lists[list].named(topic)));
+        let hash = table.topics.hash_of(topic);
+        hashes.push(hash);
+        topics.push((hash, Arc::new(entry.named(topic))));
     }
-    if table.topics.insert_many(topics) > 0 {
+    if table.topics.insert_many_hashed(topics) > 0 {
         return Err(r.malformed("a topic twice").into());
+    }
+    for (entry, hashes) in &lists {
+        for (name, _) in entry.queues.iter() {
+            table.buckets.mark(name, hashes.iter().copied());
+        }
     }
     Ok(())
 }

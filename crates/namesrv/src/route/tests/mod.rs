@@ -187,6 +187,17 @@ fn topic_config(name: &str, perm: i32) -> TopicConfig {
     TopicConfig { perm, read_queue_nums: 8, write_queue_nums: 8, ..TopicConfig::named(name) }
 }
 
+/// Every topic's bucket is marked for each broker with a queue in it (`RouteTable::buckets`:
+/// the scans that read only a group's buckets would miss an unmarked topic).
+fn assert_buckets_cover(t: &RouteTable) {
+    for (topic, entry) in t.topics.iter() {
+        let bucket = cowmap::bucket(t.topics.hash_of(topic));
+        for (g, _) in entry.queues.iter() {
+            assert!(t.buckets.of([&**g]).contains(&bucket), "{topic}'s bucket is marked for {g}");
+        }
+    }
+}
+
 /// Registers at [`NOW`], keeping topics absent from the registration.
 fn register(table: &mut RouteTable, broker: &Broker, topics: &[&str]) -> RegisterOutcome {
     table.register_owned(broker.request(topics), NOW, false).expect("registration accepted")

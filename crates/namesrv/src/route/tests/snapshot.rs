@@ -78,6 +78,8 @@ fn assert_same_tables(a: &RouteTable, b: &RouteTable) {
     );
     assert_eq!(a.cluster_info(), b.cluster_info());
     assert_eq!(a.all_topics(), b.all_topics());
+    assert_buckets_cover(a);
+    assert_buckets_cover(b);
     for topic in a.all_topics().topic_list {
         for acting in [false, true] {
             assert_eq!(a.pickup_route(&topic, acting), b.pickup_route(&topic, acting), "{topic}");

@@ -1,6 +1,6 @@
 //! Unregistration, topic deletion and write permissions (§5.4–§5.6; §11 #14, #20–#23, #35).
 
-use remoting::body::perm;
+use remoting::body::{perm, QueueData};
 
 use proptest::prelude::*;
 
@@ -216,6 +216,58 @@ enum PermOp {
 }
 
 const GROUPS: [&str; 3] = ["broker-a", "broker-b", "broker-c"];
+
+/// Every way a broker gets a queue in a topic marks the topic's bucket for it
+/// (`RouteTable::buckets`), so the scans that read only a group's buckets find all of its
+/// topics: after registrations that add topics, REGISTER_TOPIC (a new topic, and an existing
+/// one gaining a group), a restore from a snapshot and a deleting registration, each group's
+/// write-permission count is the topics that have it, and its removal leaves none of them.
+#[test]
+fn every_way_a_group_gets_a_queue_lets_its_scans_find_it() {
+    let mut t = RouteTable::new();
+    let b: Vec<Broker> = (0..3)
+        .map(|g| {
+            let name = format!("g{g}");
+            Broker::master().name(&name).addr(&format!("127.0.0.{}:10911", g + 1)).conn(g + 1)
+        })
+        .collect();
+    let names = |from: usize, to: usize| (from..to).map(|i| format!("T{i}")).collect::<Vec<_>>();
+    let put = |t: &mut RouteTable, broker: &Broker, topics: &[String], delete: bool| {
+        let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
+        t.register_owned(broker.request(&topics), NOW, delete).expect("registered");
+    };
+    put(&mut t, &b[0], &names(0, 1_000), false);
+    put(&mut t, &b[1], &names(500, 1_500), false);
+    put(&mut t, &b[0].clone().next_version(), &names(0, 2_000), false);
+    put(&mut t, &b[2], &names(2_900, 2_901), false);
+    let qd = |g: &str| QueueData {
+        broker_name: g.into(),
+        perm: 6,
+        read_queue_nums: 8,
+        write_queue_nums: 8,
+        topic_sys_flag: 0,
+    };
+    assert!(t.register_topic("New", vec![qd("g2"), qd("g1")]));
+    assert!(t.register_topic("T3", vec![qd("g2")]));
+    let (mut t, _) = RouteTable::from_snapshot(&t.to_snapshot(NOW), NOW).expect("restored");
+    put(&mut t, &b[2].clone().next_version(), &names(2_500, 3_000), false);
+    put(&mut t, &b[1].clone().next_version(), &names(1_000, 1_500), true);
+    assert!(t.register_topic("T2", vec![qd("g1")]), "after the deleting registration");
+    assert!(t.register_topic("Fresh", vec![qd("g0"), qd("g2")]));
+    let having =
+        |t: &RouteTable, g: &str| t.topics.iter().filter(|(_, e)| e.queue(g).is_some()).count();
+    // baseTopic, T0–T1999 and Fresh; baseTopic, T1000–T1499 and T2; baseTopic, New, T3,
+    // T2500–T2999 and Fresh.
+    assert_eq!([having(&t, "g0"), having(&t, "g1"), having(&t, "g2")], [2_002, 502, 504]);
+    assert_buckets_cover(&t);
+    for (i, g) in ["g0", "g1", "g2"].into_iter().enumerate() {
+        assert_eq!(t.wipe_write_perm(g) as usize, having(&t, g), "{g}'s count");
+        t.unregister_batch(&[b[i].unregister()]);
+        assert_eq!(having(&t, g), 0, "{g} removed from every topic");
+    }
+    assert_eq!(t.topic_count(), 0);
+    assert_eq!(t.buckets.owners(), 0, "a removed group's marks go with it");
+}
 
 proptest::proptest! {
     /// The write-permission switches and a batch's removals rewrite each list the topics share
