@@ -30,6 +30,9 @@ impl Buckets {
     /// one is new.
     pub fn mark(&mut self, owner: &Arc<str>, hashes: impl IntoIterator<Item = u64>) {
         let mut new: Vec<u16> = hashes.into_iter().map(bucket).collect();
+        if new.is_empty() {
+            return; // most registrations add no (topic, group) pair
+        }
         if let Some(set) = self.by.get(owner) {
             new.retain(|b| !set.contains(u32::from(*b)));
         }

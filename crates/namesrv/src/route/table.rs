@@ -439,8 +439,7 @@ impl RouteTable {
     }
 
     /// Marks every topic's bucket for each broker with a queue in it (a table restored from a
-    /// v1 file, built topic by topic): the hashes gathered per shared list, then marked for
-    /// each broker of the list.
+    /// v1 file, built topic by topic): the hashes gathered per shared list first.
     pub(super) fn mark_buckets(&mut self) {
         let mut by_list: foldhash::HashMap<*const (), (QueueList, Vec<u64>)> =
             foldhash::HashMap::default();
@@ -451,7 +450,15 @@ impl RouteTable {
                 .or_insert_with(|| (list.clone(), Vec::new()));
             at.1.push(self.topics.hash_of(topic));
         }
-        for (list, hashes) in by_list.into_values() {
+        self.mark_lists(by_list.values().map(|(list, hashes)| (list, &hashes[..])));
+    }
+
+    /// Marks the buckets of `hashes` (topics that have `list`) for each broker of `list`.
+    pub(super) fn mark_lists<'a>(
+        &mut self,
+        lists: impl IntoIterator<Item = (&'a QueueList, &'a [u64])>,
+    ) {
+        for (list, hashes) in lists {
             for (name, _) in list.iter() {
                 self.buckets.mark(name, hashes.iter().copied());
             }

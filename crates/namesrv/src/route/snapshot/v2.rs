@@ -414,10 +414,6 @@ fn read_topics(r: &mut Reader<'_>, mut strings: Sids, table: &mut RouteTable) ->
     if table.topics.insert_many_hashed(topics) > 0 {
         return Err(r.malformed("a topic twice").into());
     }
-    for (entry, hashes) in &lists {
-        for (name, _) in entry.queues.iter() {
-            table.buckets.mark(name, hashes.iter().copied());
-        }
-    }
+    table.mark_lists(lists.iter().map(|(entry, hashes)| (&entry.queues, &hashes[..])));
     Ok(())
 }
